@@ -1,0 +1,43 @@
+# platonic-ta: two commands on a fresh machine.
+#   make demo   install, build or load the zoo, run every stage notebook headless, write _runs/report/
+#   make test   install, check notebooks and library agree, nbdev_test, pytest
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# torch and torchvision are pinned together: the local wheels, a CUDA build that runs on the CPU.
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+NBDEV_PINS := nbdev==2.4.14 execnb==0.1.18 fastcore==1.14.5 ghapi==1.1.1
+
+.PHONY: install demo test test-slow sync clean-runs bench
+
+install: $(STAMP)
+
+# Reinstall only when the install inputs change: a second `make test` installs nothing.
+$(STAMP): settings.ini setup.py
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q $(TORCH_PINS)
+	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+sync: install
+	bash tools/check_sync.sh
+
+test: install sync
+	$(BIN)/nbdev_test --n_workers 1
+	$(BIN)/python -m pytest -q tests
+
+# The heavy checks nbdev skips by default (cells flagged `#| slow`).
+test-slow: install
+	$(BIN)/nbdev_test --n_workers 1 --flags slow
+
+demo: install
+	$(BIN)/platonic-ta demo
+
+bench: install
+	$(BIN)/python bench/bank48.py
+
+clean-runs:
+	rm -rf _runs

@@ -1,0 +1,168 @@
+"Checks of platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
+import hashlib, json, warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from platonic_ta.descriptors import (CacheCorruptionWarning, Descriptor, DescriptorFileError, EmbeddingCache, Grid,
+                                     GridMismatchError, affinity, consistency_summary, descriptor, descriptor_cosine,
+                                     make_grid, union_grid, unit)
+
+
+class ToyTask:
+    "Stand-in for platonic_ta.world.TaskData."
+    def __init__(self, name='toy', n=30, n_classes=3, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.images = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8)
+        self.labels = torch.randint(0, n_classes, (n,), generator=g)
+        self.classnames = [f'{name} class {i}' for i in range(n_classes)]
+        self.templates = ['a photo of a {}.', 'a drawing of a {}.']
+        self.name = name
+
+
+class ToyEncoder:
+    "Stand-in for platonic_ta.zoo.DualEncoder that counts forward passes."
+    def __init__(self, name='toy', d=8, k=5, seed=0, ft=0.0):
+        torch.manual_seed(seed)
+        self.model = torch.nn.ModuleDict(dict(P=torch.nn.Linear(3 * 32 * 32, k), C=torch.nn.Linear(k, d),
+                                              T=torch.nn.Linear(256, d))).eval()
+        if ft:
+            with torch.no_grad(): self.model.C.weight += ft * torch.randn(self.model.C.weight.shape)
+        self.name, self.preprocess_id = name + ('-ft' if ft else ''), 'toy'
+        self.calls = Counter()
+
+    def features(self, images):
+        self.calls['image'] += 1
+        assert not torch.is_grad_enabled(), "the cache must run the encoder under torch.no_grad()"
+        assert not self.model.training, "the cache must run the encoder in eval mode"
+        u = torch.tanh(self.model.P(images.float().flatten(1) / 255))
+        return u, self.model.C(u)
+
+    def encode_image(self, images): return self.features(images)[1]
+
+    def encode_text(self, texts):
+        self.calls['text'] += 1
+        bags = torch.zeros(len(texts), 256)
+        for i, s in enumerate(texts):
+            for b in s.encode(): bags[i, b] += 1
+        return self.model.T(bags / bags.sum(1, keepdim=True))
+
+    def weights_hash(self):
+        h = hashlib.sha256()
+        for k, v in sorted(self.model.state_dict().items()): h.update(k.encode()); h.update(v.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+
+@pytest.fixture
+def grid(): return make_grid(ToyTask(), 10, seed=0)
+
+
+def test_cache_hit_runs_no_forward_pass(tmp_path, grid):
+    enc, cache = ToyEncoder(), EmbeddingCache(tmp_path, batch_size=4)
+    z, t, (u, z2) = cache.image_embeddings(enc, grid), cache.text_embeddings(enc, grid), cache.features(enc, grid)
+    first = dict(enc.calls)
+    assert first == {'image': 3 + 3, 'text': 2}          # ceil(10/4) batches, twice (image, features); 6 prompts in 2
+    # a fresh cache object on the same folder (a new session) must read, not recompute
+    cache2 = EmbeddingCache(tmp_path, batch_size=4)
+    assert torch.equal(cache2.image_embeddings(enc, grid), z)
+    assert torch.equal(cache2.text_embeddings(enc, grid), t)
+    u2, z3 = cache2.features(enc, grid)
+    assert torch.equal(u2, u) and torch.equal(z3, z2)
+    assert dict(enc.calls) == first and cache2.hits == 3 and cache2.misses == 0
+    # another model (other weights) must not hit this entry
+    other = ToyEncoder(seed=1)
+    cache2.image_embeddings(other, grid)
+    assert other.calls['image'] == 3
+
+
+def test_corrupt_cache_file_is_recomputed(tmp_path, grid):
+    enc, cache = ToyEncoder(), EmbeddingCache(tmp_path, batch_size=4)
+    z = cache.image_embeddings(enc, grid)
+    (path,) = (tmp_path / 'embeddings').glob('image-*.safetensors')
+    good = path.read_bytes()
+    for bad in (good[:len(good) // 2], good[:-4] + bytes(b ^ 0xFF for b in good[-4:]), b''):
+        path.write_bytes(bad)
+        calls = enc.calls['image']
+        with pytest.warns(CacheCorruptionWarning, match='corrupt'):
+            again = cache.image_embeddings(enc, grid)
+        assert enc.calls['image'] > calls, "a corrupt file must not be used"
+        assert torch.equal(again, z)
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')                 # the rewritten file is whole: read without a warning
+            assert torch.equal(cache.image_embeddings(enc, grid), z)
+        assert enc.calls['image'] == calls + 3
+    assert not list((tmp_path / 'embeddings').glob('*.tmp'))
+
+
+def test_grid_mismatch_error(tmp_path, grid):
+    cache = EmbeddingCache(tmp_path)
+    D = Descriptor.from_encoders(ToyEncoder(ft=0.3), ToyEncoder(), grid, cache)
+    assert D.check_grid(grid) is D
+    reordered = Grid(grid.task, grid.images.flip(0), grid.prompts, grid.classnames)
+    with pytest.raises(GridMismatchError, match='another order'): D.check_grid(reordered)
+    with pytest.raises(GridMismatchError, match='other probes'): D.check_grid(make_grid(ToyTask(), 10, seed=1))
+    with pytest.raises(GridMismatchError, match='other prompts'):
+        D.check_grid(make_grid(ToyTask(), 10, seed=0, templates=['{}']))
+    # the check survives a save/load round trip (it works from the manifest, without pixels)
+    D.save(tmp_path / 'd')
+    with pytest.raises(GridMismatchError, match='another order'): Descriptor.load(tmp_path / 'd').check_grid(reordered)
+
+
+def test_float64_kept(tmp_path, grid):
+    g = torch.Generator().manual_seed(0)
+    Zf, Zb, T = (torch.randn(n, 7, generator=g, dtype=torch.float64) for n in (5, 5, 3))
+    U = descriptor(Zf, Zb, T)
+    assert U.dtype == torch.float64 and U.shape == (5, 3)
+    assert affinity(Zf, T.float()).dtype == torch.float64
+    assert unit(U).dtype == torch.float64 and descriptor_cosine(U, U).dtype == torch.float64
+    assert affinity(Zf.float(), T.float()).dtype == torch.float32
+    D = Descriptor.from_matrix(torch.randn(grid.N, grid.M, dtype=torch.float64), grid, {'model': 'a'}, {'model': 'b'})
+    D.save(tmp_path / 'd64')
+    back = Descriptor.load(tmp_path / 'd64')
+    assert back.U.dtype == torch.float64 and torch.equal(back.U, D.U)
+
+
+def test_nan_and_other_bad_input_errors():
+    Z, T = torch.randn(4, 3), torch.randn(2, 3)
+    Zn = Z.clone(); Zn[2, 0] = float('nan')
+    with pytest.raises(ValueError, match='NaN or Inf in rows 2'): affinity(Zn, T)
+    Ti = T.clone(); Ti[1, 1] = float('inf')
+    with pytest.raises(ValueError, match='NaN or Inf in rows 1'): descriptor(Z, Z, Ti)
+    with pytest.raises(ValueError, match='NaN or Inf'): descriptor(Zn, Z, T)
+    with pytest.raises(ValueError, match='width mismatch'): affinity(Z, torch.randn(2, 4))
+    with pytest.raises(ValueError, match='zero-norm rows 0'): affinity(torch.zeros(1, 3), T)
+    with pytest.raises(ValueError, match='2-D'): affinity(Z[None], T)
+
+
+def test_descriptor_files_missing_or_corrupt(tmp_path, grid):
+    D = Descriptor.from_matrix(torch.randn(grid.N, grid.M), grid, {'model': 'a'}, {'model': 'b'})
+    with pytest.raises(FileNotFoundError, match='from_encoders'): Descriptor.load(tmp_path / 'none')
+    D.save(tmp_path / 'd')
+    man = json.loads((tmp_path / 'd.json').read_text())
+    man['prompts'][0][0] = 'tampered'
+    (tmp_path / 'd.json').write_text(json.dumps(man))
+    with pytest.raises(DescriptorFileError, match='recompute'): Descriptor.load(tmp_path / 'd')
+    (tmp_path / 'd.json').unlink()
+    with pytest.raises(FileNotFoundError, match='d.json is missing'): Descriptor.load(tmp_path / 'd')
+
+
+def test_make_grid_too_many_probes():
+    with pytest.raises(ValueError, match='has 30 images'): make_grid(ToyTask(), 31)
+
+
+def test_union_grid_protocol(tmp_path):
+    ga, gb = make_grid(ToyTask('a', seed=1), 6), make_grid(ToyTask('b', seed=2), 4)
+    gu = union_grid([ga, gb])
+    assert (gu.N, gu.M) == (10, 6)
+    cache = EmbeddingCache(tmp_path)
+    base = {f: ToyEncoder(f, seed=s) for f, s in (('f', 0), ('h', 3))}
+    ft = {(f, t): ToyEncoder(f, seed=s, ft=0.2 + 0.1 * i) for f, s in (('f', 0), ('h', 3)) for i, t in enumerate('ab')}
+    grids = {'a': ga, 'b': gb}
+    own = {k: Descriptor.from_encoders(e, base[k[0]], grids[k[1]], cache) for k, e in ft.items()}
+    on_union = {k: Descriptor.from_encoders(e, base[k[0]], gu, cache) for k, e in ft.items()}
+    for k in own: assert torch.allclose(on_union[k].restrict(grids[k[1]]).U, own[k].U, atol=1e-6)
+    s = consistency_summary(own, on_union)
+    assert s['same_task_pairs'] == 2 and s['cross_task_pairs'] == 2
+    with pytest.raises(GridMismatchError, match='union_grid'): consistency_summary(own)
