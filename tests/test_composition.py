@@ -1,0 +1,306 @@
+"Operator banks, the fast scorer, consensus/null sources, the certificate, sweeps and sliders (platonic_ta.composition)."
+import json, math, os
+import pytest, torch
+
+torch.set_num_threads(1)
+
+from platonic_ta import world
+from platonic_ta.zoo import family_encoder
+from platonic_ta.descriptors import Descriptor, EmbeddingCache, GridMismatchError, make_grid
+from platonic_ta.factorization import GridFactors
+from platonic_ta.composition import (OperatorBank, Scorer, BankError, TargetMismatchError, consensus_descriptor,
+                                     shuffled_descriptor, certificate, certify_edit, certificate_rows, addition_sweep,
+                                     retention_rows, negation_sweep, multitask_scaling, make_sliders, rows_table,
+                                     route_of, class_text_embeddings)
+
+TASKS = ('colours', 'counting', 'shapes')
+SOURCES = ('rn_w16', 'timm_avg')
+
+
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+    "Random-init targets (embedding and head route), three small grids and eval sets, synthetic descriptors."
+    cache = EmbeddingCache(tmp_path_factory.mktemp('comp_cache'), progress=False)
+    grids, evals = {}, {}
+    for t in TASKS:
+        grids[t] = make_grid(world.load_task(t, 'train', 64), 20, seed=0)
+        evals[t] = world.load_task(t, 'test', 32)
+    encs = {f: family_encoder(f) for f in ('vit_w96', 'siglip_map')}
+    g = torch.Generator().manual_seed(0)
+    descs = {}
+    for s in SOURCES + ('own',):
+        for t in TASKS:
+            U = 0.3 * torch.randn(grids[t].N, grids[t].M, generator=g, dtype=torch.float64)
+            descs[(s, t)] = (Descriptor.from_matrix(U, grids[t], dict(model=s, weights_hash='x'), dict(model=s, weights_hash='y'))
+                             if s == 'rn_w16' else U)
+    banks = {f: OperatorBank.build(e, grids, descs, cache=cache) for f, e in encs.items()}
+    scorers = {f: banks[f].scorer(evals, cache=cache) for f in encs}
+    return dict(cache=cache, grids=grids, evals=evals, encs=encs, descs=descs, banks=banks, scorers=scorers)
+
+
+class Counter:
+    def __init__(self, enc):
+        self.n = 0
+        m = enc.model
+        mods = [m.visual] + [x for x in (getattr(m, 'transformer', None), getattr(m, 'text', None)) if x is not None]
+        self.hooks = [x.register_forward_pre_hook(self.hit) for x in mods]
+    def hit(self, *a): self.n += 1
+    def remove(self): [h.remove() for h in self.hooks]
+
+
+def test_routes_shapes_and_linearity(tiny):
+    bv, bh = tiny['banks']['vit_w96'], tiny['banks']['siglip_map']
+    assert (bv.route, bh.route) == ('embedding', 'head')
+    assert route_of(tiny['encs']['siglip_map']) == 'head'
+    ll = tiny['encs']['siglip_map'].last_layer()
+    assert bh.shape == (ll.d, ll.k + 1) and bv.shape == (96, 96)
+    assert len(bv) == 9 and set(bv.tasks) == set(TASKS) and bv.sources == list(SOURCES) + ['own']
+    for b in (bv, bh):
+        k1, k2 = ('rn_w16', 'colours'), ('own', 'colours')
+        h = b.grid_of(k1)
+        rf, rt = b.ridges[h]
+        gf = b._factors[h]
+        U = tiny['descs'][k1].U - 0.7 * tiny['descs'][k2]
+        want = gf.solve(U, rf, rt)
+        got = b.combine({k1: 1.0, k2: -0.7})
+        assert got.dtype == torch.float64
+        assert ((got - want).norm() / want.norm()).item() < 1e-12
+        assert b.combine({}).abs().max().item() == 0
+
+
+def test_bank_bad_input(tiny):
+    b = tiny['banks']['vit_w96']
+    with pytest.raises(KeyError, match='available keys'): b.combine({('nobody', 'colours'): 1.0})
+    with pytest.raises(ValueError, match='finite number'): b.combine({('own', 'colours'): float('nan')})
+    with pytest.raises(ValueError, match='finite number'): b.combine({('own', 'colours'): float('inf')})
+    with pytest.raises(BankError, match='not in this bank'): b.combine({('own', 'colours', '0' * 16): 1.0})
+    with pytest.raises(BankError, match='solved on grid'): b.combine({('own', 'colours', b.grid_of(('own', 'shapes'))): 1.0})
+    assert torch.equal(b.combine({('own', 'colours', b.grid_of(('own', 'colours'))): 1.0}), b[('own', 'colours')])
+    with pytest.raises(TargetMismatchError, match='build a bank for that target'):
+        b.combine({('own', 'colours'): 1.0}, target=tiny['encs']['siglip_map'])
+    with pytest.raises(TypeError, match='must be a dict'): b.combine([(('own', 'colours'), 1.0)])
+    with pytest.raises(TypeError, match='pair of non-empty strings'):
+        OperatorBank.build(tiny['encs']['vit_w96'], tiny['grids'], {'own': tiny['descs'][('own', 'colours')]})
+    with pytest.raises(GridMismatchError, match='not among the grids'):
+        OperatorBank.build(tiny['encs']['vit_w96'], [tiny['grids']['shapes']], {('a', 'b'): tiny['descs'][('rn_w16', 'colours')]})
+    with pytest.raises(ValueError, match='shape'):
+        OperatorBank.build(tiny['encs']['vit_w96'], tiny['grids'], {('a', 'colours'): torch.zeros(3, 3)})
+    with pytest.raises(ValueError, match='residual head'):
+        OperatorBank.build(tiny['encs']['siglip_map'], tiny['grids'], {('a', 'colours'): tiny['descs'][('own', 'colours')]},
+                           route='embedding')
+    with pytest.raises(ValueError, match='no entry for grid'):
+        OperatorBank.build(tiny['encs']['vit_w96'], tiny['grids'], {('a', 'colours'): tiny['descs'][('own', 'colours')]},
+                           ridges={'shapes': (1e-2, 1e-2)})
+    with pytest.raises(KeyError, match='already in the bank'): b.add({('own', 'colours'): tiny['descs'][('own', 'colours')]})
+
+
+def test_given_ridges_and_add(tiny):
+    enc, grids, descs = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs']
+    b = OperatorBank.build(enc, grids, {('own', 'colours'): descs[('own', 'colours')]}, ridges=(1e-3, 1e-1), cache=tiny['cache'])
+    h = b.grid_of(('own', 'colours'))
+    assert b.ridges[h] == (1e-3, 1e-1) and b.grids[h]['ridges'] == 'given'
+    b.add({('null', 'colours'): shuffled_descriptor(descs[('own', 'colours')], 1)})      # same grid: same ridges
+    with pytest.raises(ValueError, match='already has ridges'):
+        b.add({('x', 'colours'): descs[('own', 'colours')]}, ridges=(1e-2, 1e-2))
+    b.add({('x', 'colours'): descs[('own', 'colours')]}, ridges={'colours': (1e-3, 1e-1)})
+    assert b.ridges[h] == (1e-3, 1e-1)
+    U = shuffled_descriptor(descs[('own', 'colours')], 1)
+    assert torch.allclose(b[('null', 'colours')], GridFactors(*_features(b, grids['colours'], tiny['cache'])).solve(U, 1e-3, 1e-1),
+                          rtol=1e-9, atol=1e-12)
+
+
+def _features(bank, grid, cache):
+    from platonic_ta.composition import _grid_features
+    return _grid_features(bank.target, grid, bank.route, cache, torch.float64)
+
+
+def test_save_load(tiny, tmp_path):
+    b = tiny['banks']['siglip_map']
+    js = b.save(tmp_path / 'bank')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['bank.json', 'bank.safetensors']   # no temp files left
+    man = json.loads(js.read_text())
+    assert man['target']['weights_hash'] == tiny['encs']['siglip_map'].weights_hash()
+    assert set(man['grids']) == {g.grid_hash for g in tiny['grids'].values()} and man['route'] == 'head'
+    b2 = OperatorBank.load(tmp_path / 'bank.json', target=tiny['encs']['siglip_map'])
+    assert b2.keys() == b.keys() and all(torch.equal(b2[k], b[k]) for k in b.keys()) and b2.ridges == b.ridges
+    coeffs = {('rn_w16', 'colours'): 0.5, ('own', 'counting'): -1.0}
+    assert torch.equal(b2.combine(coeffs), b.combine(coeffs))
+    with pytest.raises(TargetMismatchError, match='was built for target'):
+        OperatorBank.load(tmp_path / 'bank', target=tiny['encs']['vit_w96'])
+    with pytest.raises(FileNotFoundError, match='no operator bank'): OperatorBank.load(tmp_path / 'other')
+    b3 = OperatorBank.load(tmp_path / 'bank')
+    with pytest.raises(BankError, match='pass target='): b3.apply(coeffs)
+    with pytest.raises(BankError, match='no factors in memory'):
+        b3.add({('new', 'colours'): tiny['descs'][('own', 'colours')]})
+    b3.target = tiny['encs']['siglip_map']
+    b3.add({('new', 'colours'): tiny['descs'][('own', 'colours')]}, grids=tiny['grids'], cache=tiny['cache'])
+    assert torch.allclose(b3[('new', 'colours')], b[('own', 'colours')], rtol=1e-9, atol=1e-12)   # kept ridges
+    # damaged / mismatched files
+    other = tiny['banks']['vit_w96'].save(tmp_path / 'vit')
+    os.replace(tmp_path / 'vit.safetensors', tmp_path / 'bank.safetensors')
+    with pytest.raises(BankError, match='checksum'): OperatorBank.load(tmp_path / 'bank')
+    with pytest.raises(FileNotFoundError, match='incomplete'): OperatorBank.load(other)
+    other = tiny['banks']['vit_w96'].save(tmp_path / 'vit')
+    other.write_text('{not json')
+    with pytest.raises(BankError, match='not valid JSON'): OperatorBank.load(other)
+
+
+@pytest.mark.parametrize('fam', ['vit_w96', 'siglip_map'])
+def test_scorer_matches_folded_without_forward(tiny, fam):
+    bank, sc, enc = tiny['banks'][fam], tiny['scorers'][fam], tiny['encs'][fam]
+    coeffs = {('rn_w16', 'colours'): 2.0, ('timm_avg', 'counting'): 2.0, ('own', 'shapes'): -3.0}
+    c = Counter(enc)
+    try:
+        fast = sc.score(coeffs)
+        preds = sc.predict(coeffs)
+        for a in (0.5, 1.0, 4.0): sc.score({('own', 'colours'): a})
+    finally: c.remove()
+    assert c.n == 0
+    folded = bank.apply(coeffs)
+    assert folded.weights_hash() != enc.weights_hash() and 'edit[' in folded.name
+    n_changed = 0
+    for t, es in tiny['evals'].items():
+        logits = folded.encode_image(es.images).double() @ sc.sets[t]['T'].T
+        top2 = logits.topk(2, dim=1).values
+        sure = (top2[:, 0] - top2[:, 1]) > 1e-5 * logits.abs().max()
+        assert torch.equal(logits.argmax(1)[sure], preds[t][sure])
+        if sure.all(): assert fast[t] == (logits.argmax(1) == es.labels).double().mean().item()
+        n_changed += int((preds[t] != sc.predict({})[t]).sum())
+    assert n_changed > 0                      # the edit is big enough to move predictions
+    assert sc.base == sc.score({})
+
+
+def test_scorer_cache_and_target_checks(tiny):
+    bank = tiny['banks']['vit_w96']
+    with pytest.raises(TargetMismatchError): bank.scorer(tiny['evals'], target=tiny['encs']['siglip_map'])
+    misses = tiny['cache'].misses
+    sc = bank.scorer(tiny['evals'], cache=tiny['cache'])
+    assert tiny['cache'].misses == misses
+    sc2 = bank.scorer({t: (e.images, e.labels, e.prompts()) for t, e in tiny['evals'].items()})   # no cache
+    assert sc2.base == sc.base
+    T = class_text_embeddings(tiny['encs']['vit_w96'], tiny['evals']['colours'].prompts())
+    assert torch.allclose(T.float(), sc.sets['colours']['T'].float(), atol=1e-5)
+    with pytest.raises(TypeError, match='eval set'): bank.scorer({'colours': 3})
+    with pytest.raises(KeyError, match='no evaluation set'): sc.embeddings(bank.combine({}), 'nowhere')
+
+
+def test_consensus_and_null():
+    g = torch.Generator().manual_seed(1)
+    Us = [s * torch.randn(7, 5, generator=g, dtype=torch.float64) for s in (0.5, 1.0, 3.0)]
+    c = consensus_descriptor(Us)
+    norms = torch.stack([U.norm() for U in Us])
+    assert abs(c.norm().item() - norms.mean().item()) < 1e-12
+    direction = sum(U / U.norm() for U in Us)
+    assert abs(torch.nn.functional.cosine_similarity(c.flatten(), direction.flatten(), dim=0).item() - 1) < 1e-12
+    assert c.dtype == torch.float64
+    with pytest.raises(ValueError, match='at least one'): consensus_descriptor([])
+    with pytest.raises(ValueError, match='all zeros'): consensus_descriptor([Us[0], 0 * Us[1]])
+    sh = shuffled_descriptor(Us[0], seed=3)
+    assert torch.equal(sh, shuffled_descriptor(Us[0], seed=3)) and not torch.equal(sh, Us[0])
+    assert torch.equal(sh.sort(dim=0).values, Us[0].sort(dim=0).values)          # each column: same values
+    assert sorted(map(tuple, sh.tolist())) == sorted(map(tuple, Us[0].tolist()))  # rows permuted, not mixed
+
+
+def test_consensus_descriptor_objects(tiny):
+    gr = tiny['grids']['colours']
+    ds = [Descriptor.from_matrix(torch.randn(gr.N, gr.M, dtype=torch.float64), gr, dict(model=f'm{i}'), dict(model='b'))
+          for i in range(3)]
+    c = consensus_descriptor(ds)
+    assert isinstance(c, Descriptor) and c.grid_hash == gr.grid_hash and c.source['model'] == 'consensus'
+    assert [m['model'] for m in c.source['members']] == ['m0', 'm1', 'm2']
+    gs = tiny['grids']['shapes']
+    with pytest.raises(GridMismatchError, match='different grids'):
+        consensus_descriptor([ds[0], Descriptor.from_matrix(torch.randn(gs.N, gs.M), gs, dict(model='x'), dict(model='b'))])
+    b = OperatorBank.build(tiny['encs']['vit_w96'], tiny['grids'], {('consensus', 'colours'): c}, cache=tiny['cache'])
+    assert b.keys() == [('consensus', 'colours')]
+    null = shuffled_descriptor(ds[0], seed=2)
+    assert isinstance(null, Descriptor) and null.source['null'] == 'rows shuffled' and null.grid_hash == gr.grid_hash
+
+
+def test_certificate_property():
+    "Over many random records and interference sizes: no certified prediction changes; the bound covers the loss."
+    g = torch.Generator().manual_seed(7)
+    total = certified = 0
+    for rep in range(200):
+        d, M, n = int(torch.randint(2, 20, (1,), generator=g)), int(torch.randint(2, 15, (1,), generator=g)), 40
+        T = torch.randn(M, d, generator=g, dtype=torch.float64)
+        z = torch.randn(n, d, generator=g, dtype=torch.float64) * 10 ** (2 * torch.rand(1, generator=g).item() - 1)
+        scale = 10 ** (-3 + 3.5 * torch.rand(1, generator=g).item())
+        E = scale * z.norm(dim=1, keepdim=True) * torch.randn(n, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+        mask = certificate(z.float() if rep % 3 == 0 else z, E, T / T.norm(dim=1, keepdim=True))
+        Th = T / T.norm(dim=1, keepdim=True)
+        zz = z.float().double() if rep % 3 == 0 else z
+        p0, p1 = (zz @ Th.T).argmax(1), ((zz + E) @ Th.T).argmax(1)
+        assert not (mask & (p0 != p1)).any()
+        y = torch.randint(0, M, (n,), generator=g)
+        bound = ((p0 == y) & ~mask).double().mean()
+        assert (p0 == y).double().mean() - (p1 == y).double().mean() <= bound + 1e-12
+        total += n; certified += int(mask.sum())
+    assert 0.1 < certified / total < 0.9                 # the check reached both sides of the boundary
+    z = torch.randn(4, 3, dtype=torch.float64)
+    assert certificate(z, torch.zeros_like(z), torch.randn(1, 3)).all()          # one class: nothing can change
+    T2 = torch.randn(1, 3).repeat(2, 1)                                          # two identical classes: a tie
+    assert not certificate(z, torch.zeros_like(z), T2).any()
+    with pytest.raises(ValueError, match='one shape'): certificate(z, z[:, :2], torch.randn(2, 3))
+    with pytest.raises(ValueError, match='NaN'): certificate(z * float('nan'), z, torch.randn(2, 3))
+
+
+@pytest.mark.parametrize('fam', ['vit_w96', 'siglip_map'])
+def test_certify_edit_on_the_bank(tiny, fam):
+    sc = tiny['scorers'][fam]
+    coeffs = {('rn_w16', 'colours'): 1.0, ('timm_avg', 'counting'): 3.0, ('own', 'shapes'): 3.0}
+    for t in TASKS:
+        r = certify_edit(sc, coeffs, t)
+        assert r['certified_changed'] == 0
+        assert r['observed_loss'] <= r['bound'] + 1e-12
+        own = {k: c for k, c in coeffs.items() if k[1] == t}
+        assert r['acc_ref'] == sc.score(own)[t] and r['acc_full'] == sc.score(coeffs)[t]
+    rows = certificate_rows(sc, coeffs)
+    assert [r['task'] for r in rows] == ['colours', 'counting', 'shapes', 'all']
+    assert rows[-1]['n'] == sum(r['n'] for r in rows[:-1]) and rows[-1]['certified_changed'] == 0
+    assert sum(r['changed'] for r in rows[:-1]) > 0        # some records did change: the check is not vacuous
+
+
+def test_sweeps(tiny):
+    sc = tiny['scorers']['vit_w96']
+    rows = addition_sweep(sc, [('colours', 'counting')], ['own', 'rn_w16', 'timm_avg'], alphas=(0.5, 1.0))
+    assert len(rows) == 6 and {r['source'] for r in rows} == {'own', 'rn_w16', 'timm_avg'}
+    r0 = rows[0]
+    acc = sc.score({('own', 'colours'): 0.5, ('own', 'counting'): 0.5})
+    assert r0['gain_a'] == acc['colours'] - sc.base['colours'] and r0['control_gain'] == acc['shapes'] - sc.base['shapes']
+    ret = retention_rows(rows, 'own')
+    assert len(ret) == 4 and all(set(r) >= {'retention_a', 'retention_b', 'both_gain'} for r in ret)
+    with pytest.raises(ValueError, match='own source'): retention_rows(rows, 'nobody')
+    neg = negation_sweep(sc, 'colours', 'own')
+    assert [r['lam'] for r in neg] == [0, 0.25, 0.5, 1, 2, 4] and neg[0]['drop_removed'] == 0
+    assert neg[3]['acc_removed'] == sc.score({('own', 'colours'): -1.0})['colours']
+    mts = multitask_scaling(sc, list(TASKS), 'rn_w16', alpha=0.6)
+    assert [(r['scheme'], r['J']) for r in mts] == [(s, J) for s in ('fixed', 'scaled') for J in (1, 2, 3)]
+    assert abs(mts[-1]['alpha'] - 0.2) < 1e-15 and mts[2]['alpha'] == 0.6
+    assert '| scheme | J |' in rows_table(mts)
+    with pytest.raises(KeyError, match='available keys'): negation_sweep(sc, 'colours', 'nobody')
+
+
+def test_sliders_headless(tiny):
+    bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
+    sl = make_sliders(bank, sc, ['own', 'rn_w16'], tasks=['colours', 'counting'], negate=['shapes'],
+                      targets={'siglip_map': tiny['scorers']['siglip_map']})
+    st = sl.initial_state()
+    assert st == dict(target=bank.target_id['name'], source='own', alphas={'colours': 0.5, 'counting': 0.5},
+                      negate='shapes', lam=0.0)
+    rows, bars = sl.update(st)
+    assert [r['role'] for r in rows] == ['composed', 'composed', 'control']
+    assert bars['edited'] == [sc.score({('own', 'colours'): 0.5, ('own', 'counting'): 0.5})[t] for t in sc.tasks]
+    rows, _ = sl.update({**st, 'lam': 2.0, 'source': 'rn_w16', 'target': 'siglip_map'})
+    assert rows[2]['role'] == 'negated'
+    assert rows[2]['edited'] == tiny['scorers']['siglip_map'].score(
+        {('rn_w16', 'colours'): 0.5, ('rn_w16', 'counting'): 0.5, ('rn_w16', 'shapes'): -2.0})['shapes']
+    assert sl.time_update(st, repeat=3) < 1000
+    # the widget: a slider move calls the same update and redraws
+    assert sl.refresh() == sl.update(st)
+    sl._w['lam'].value = 1.0
+    assert sl.state()['lam'] == 1.0 and 'ms' in sl._w['info'].value and '<table>' in sl._w['chart'].value
+    sl._w['source'].value = 'rn_w16'
+    assert 'rn_w16' in sl._w['info'].value
+    with pytest.raises(ValueError, match='not made from this bank'):
+        make_sliders(tiny['banks']['siglip_map'], sc, ['own'])
