@@ -8,9 +8,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # notebook -> (small parameters, metric keys it must record)
 SMOKE = {
     '00_world.ipynb': (dict(n_per_task=64, n_bench=300), ['world.images_per_s', 'world.n_tasks', 'world.n_controls']),
+    '01_zoo.ipynb': (dict(n_eval=100), ['zoo.n_families', 'zoo.min_family_mean_gain', 'zoo.min_family_tasks_above_chance',
+                                        'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
+                                        'zoo.min_pairwise_disagreement', 'zoo.build_s']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
     '02_descriptors.ipynb': ({}, []),
     '03_factorization.ipynb': (dict(real_archs=[]), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err']),
+    '04_composition.ipynb': ({}, []),
+    '05_adapter.ipynb': ({}, []),
     '90_report.ipynb': ({}, []),
 }
 

@@ -1,0 +1,81 @@
+import json, os, warnings
+from pathlib import Path
+import pytest
+import torch
+from platonic_ta import zoo, world
+from platonic_ta.heads import last_layer
+
+def test_tokenizer_unknown_word_is_a_clear_error():
+    tok = zoo.WordTokenizer(world.vocabulary(), 16)
+    with pytest.raises(KeyError, match='vocabulary'): tok('a photo of a dog')
+    assert tok('a red circle').argmax(1).item() == 4
+
+def test_every_family_builds_and_exposes_features_and_last_layer():
+    imgs = world.load_task('shapes', 'test', 4).images
+    dims = set()
+    for fam in zoo.FAMILIES:
+        enc = zoo.family_encoder(fam)
+        u, z = enc.features(imgs)
+        torch.testing.assert_close(z, enc.model.encode_image(enc.preprocess(imgs)), rtol=1e-5, atol=1e-5)
+        assert u.shape[1] == enc.last_layer().k and z.shape[1] == enc.last_layer().d
+        dims.add(z.shape[1])
+    assert len(dims) >= 3
+    kinds = {zoo.family_encoder(f).last_layer().kind for f in zoo.FAMILIES}
+    assert kinds == {'proj', 'linear', 'residual_head'}
+
+def test_unknown_family_lists_the_zoo():
+    with pytest.raises(KeyError, match='zoo families are'): zoo.family_encoder('vit_huge')
+
+def test_build_resume_and_corrupt_file_is_rebuilt_not_used(tmp_path):
+    kw = dict(zoo=tmp_path, pretrain_steps=3, finetune_steps=2, progress=False)
+    zoo.build_zoo(['rn_w16'], ['digits'], **kw)
+    bp, fp = zoo.base_path(tmp_path, 'rn_w16'), zoo.ft_path(tmp_path, 'rn_w16', 'digits')
+    sha = json.loads(bp.with_suffix('.json').read_text())['sha256']
+    mtime = bp.with_suffix('.safetensors').stat().st_mtime_ns
+    zoo.build_zoo(['rn_w16'], ['digits'], **kw)                      # resume: nothing rebuilt
+    assert bp.with_suffix('.safetensors').stat().st_mtime_ns == mtime
+    # truncate the fine-tune: detected, moved aside (not deleted), rebuilt
+    st = fp.with_suffix('.safetensors'); st.write_bytes(st.read_bytes()[:100])
+    with pytest.raises(zoo.ArtifactError): zoo.load_artifact(fp)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        zoo.build_zoo(['rn_w16'], ['digits'], **kw)
+    assert any('moved aside' in str(x.message) for x in w)
+    assert list(fp.parent.glob('*.bad-*'))
+    zoo.load_artifact(fp)                                           # valid again
+    assert json.loads(bp.with_suffix('.json').read_text())['sha256'] == sha
+    ft = zoo.load_finetune('rn_w16', 'digits', zoo=tmp_path)
+    base = zoo.load_base('rn_w16', tmp_path)
+    assert ft.weights_hash() != base.weights_hash()
+
+def test_pretraining_is_deterministic_under_a_seed():
+    a, la = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
+    b, lb = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
+    assert la == lb and a.weights_hash() == b.weights_hash()
+
+def test_lora_touches_only_q_and_v_and_merges_away():
+    enc = zoo.family_encoder('timm_avg')
+    ft, tensors, losses = zoo.finetune(enc, 'arrows', steps=2, n_train=64, progress=False)
+    assert tensors and all(k.endswith(('A0', 'A1', 'B0', 'B1')) for k in tensors)
+    sd0, sd1 = enc.model.state_dict(), ft.model.state_dict()
+    assert sd0.keys() == sd1.keys()
+    changed = [k for k in sd0 if not torch.equal(sd0[k], sd1[k])]
+    assert changed and all('qkv.weight' in k for k in changed)
+    E = sd0[changed[0]].shape[0] // 3
+    d = sd1[changed[0]] - sd0[changed[0]]
+    assert d[E:2 * E].abs().max() == 0 and d[:E].abs().max() > 0
+
+@pytest.mark.parametrize('name', ['ViT-B-32', 'RN50', 'ViT-B-16-SigLIP'])
+def test_real_open_clip_architectures_random_init(name):
+    enc = zoo.load_open_clip(name, pretrained=None)
+    imgs = world.load_task('shapes', 'test', 2).images
+    u, z = enc.features(imgs)
+    ll = enc.last_layer()
+    assert z.shape == (2, ll.d) and u.shape[1] == ll.k
+    assert ll.kind == {'ViT-B-32': 'proj', 'RN50': 'linear', 'ViT-B-16-SigLIP': 'residual_head'}[name]
+
+def test_real_checkpoint_missing_offline_says_how_to_pass_a_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match='local'):
+        zoo.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
+    with pytest.raises(KeyError, match='list_models'): zoo.load_open_clip('ViT-Nope')
+    with pytest.raises(KeyError, match='tags'): zoo.load_open_clip('RN50', pretrained='no-such-tag')
