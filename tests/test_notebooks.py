@@ -12,9 +12,10 @@ SMOKE = {
                                         'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
                                         'zoo.min_pairwise_disagreement', 'zoo.build_s']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
-    '02_descriptors.ipynb': ({}, []),
-    '03_factorization.ipynb': (dict(real_archs=[]), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err']),
-    '04_composition.ipynb': ({}, []),
+    '02_descriptors.ipynb': ({}, ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
+    '03_factorization.ipynb': (dict(real_archs=[]), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
+                                                     'factorization.mean_cross_gain']),
+    '04_composition.ipynb': ({}, ['composition.slider_update_ms']),
     '05_adapter.ipynb': ({}, []),
     '90_report.ipynb': ({}, []),
 }
