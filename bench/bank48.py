@@ -22,6 +22,7 @@ def main():
     ap.add_argument('--dtype', default='float32', choices=['float32', 'float64'])
     ap.add_argument('--threads', type=int, default=None, help='torch threads (default: torch default)')
     ap.add_argument('--device', default='cpu')
+    ap.add_argument('--report-dir', default=None, help='also record bench.* figures into REPORT_DIR/metrics.json')
     a = ap.parse_args()
     if a.threads: torch.set_num_threads(a.threads)
     dt = getattr(torch, a.dtype)
@@ -62,6 +63,9 @@ def main():
     print(f'bank of {len(bank)} (stacked per grid):       {t_bank:7.3f} s')
     print(f'bank of {len(bank_loop)} (one solve at a time):     {t_loop:7.3f} s  (max |stacked - loop| {diff:.1e})')
     print(f'factors + bank from scratch:          {t_factors + t_bank:7.3f} s  (paper: 17 s)')
+    if a.report_dir:
+        from platonic_ta.report import record_metrics
+        record_metrics({'bench.bank48_s': t_bank, 'bench.factors8_s': t_factors, 'bench.one_solve_s': t_one}, a.report_dir)
 
 
 if __name__ == '__main__':
