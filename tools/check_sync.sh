@@ -14,4 +14,11 @@ if [ "$before" != "$after" ]; then
   echo "fix: run .venv/bin/nbdev_export && .venv/bin/nbdev_clean, then commit the result" >&2
   exit 1
 fi
-echo "sync: notebooks, library and cleaning agree"
+tmp=$(mktemp -d)
+.venv/bin/jupyter nbconvert --to markdown nbs/index.ipynb --output-dir "$tmp" --output README >/dev/null 2>&1
+if ! diff -q "$tmp/README.md" README.md >/dev/null; then
+  echo "README.md is not what nbs/index.ipynb renders to; fix: .venv/bin/jupyter nbconvert --to markdown nbs/index.ipynb --output-dir . --output README" >&2
+  rm -rf "$tmp"; exit 1
+fi
+rm -rf "$tmp"
+echo "sync: notebooks, library, cleaning and README agree"
