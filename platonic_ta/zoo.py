@@ -345,7 +345,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     opt = torch.optim.AdamW(params, lr=cfg['lr'], weight_decay=0.0)
     scale = float(base.model.logit_scale.detach().exp().clamp(10, 100))
     g = torch.Generator().manual_seed(seed)
-    enc.model.visual.train()
+    enc.model.visual.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []
     for step in tqdm(range(cfg['steps']), desc=f'finetune {base.name}/{task}', disable=not progress, mininterval=2):
         idx = torch.randint(0, len(data), (cfg['batch'],), generator=g)

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=$1; name=${2%.ipynb}; name=${name%.py}; name=${name#nbs/}; name=${name#_src/}
 case $cmd in
-  build) .venv/bin/jupytext --to ipynb --set-kernel python3 "_src/$name.py" -o "nbs/$name.ipynb" -q
+  build) upd=(); [ -f "nbs/$name.ipynb" ] && upd=(--update)   # --update keeps cell ids: no churn in the exported .py
+         .venv/bin/jupytext --to ipynb "${upd[@]}" --set-kernel python3 "_src/$name.py" -o "nbs/$name.ipynb" -q
          .venv/bin/nbdev_export; .venv/bin/nbdev_clean --fname "nbs/$name.ipynb" ;;
   src)   mkdir -p _src; .venv/bin/jupytext --to py:percent "nbs/$name.ipynb" -o "_src/$name.py" -q ;;
   *) echo "usage: tools/nb.sh build|src NAME" >&2; exit 2 ;;
