@@ -13,7 +13,8 @@ __all__ = ['STAGES', 'BENCHES', 'repo_root', 'record_metrics', 'save_figure', 'w
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
     "The folder holding `settings.ini`, searching upwards from `start` (default: this file, then cwd)."
-    for base in ([Path(start)] if start else [Path(__file__).resolve().parent, Path.cwd()]):
+    import platonic_ta
+    for base in ([Path(start)] if start else [Path(platonic_ta.__file__).resolve().parent, Path.cwd()]):
         for p in [base, *base.parents]:
             if (p / 'settings.ini').exists(): return p
     raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")

@@ -388,7 +388,7 @@ def default_zoo_dir() -> Path:
 
 def shipped_zoo_dir() -> Path:
     "The zoo shipped inside the package (built by `build_zoo` with the defaults, see its manifest)."
-    return Path(__file__).resolve().parent / 'data' / 'zoo'
+    return Path(platonic_ta.__file__).resolve().parent / 'data' / 'zoo'   # (not __file__: also right inside the notebook)
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
