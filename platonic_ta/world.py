@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE', 'FONT',
-           'TASKS', 'SPLITS', 'SPLIT_SIZES', 'WORLD_SEED', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
-           'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks',
-           'load_task', 'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary']
+__all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'shape_mask', 'arrow_mask',
+           'bitmap_alpha', 'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData',
+           'list_tasks', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -31,6 +31,7 @@ DIRECTIONS = ['right', 'up right', 'up', 'up left', 'left', 'down left', 'down',
 
 # %% ../nbs/00_world.ipynb #5abf889b
 SIZE = 32
+WORLD_SEED = 20261130   # every image and the texture bank derive from it
 _YY, _XX = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) + 0.5
 
 def _pick(rng, seq):
@@ -88,7 +89,7 @@ def bitmap_alpha(bitmap: np.ndarray, dx, dy, scale: float, smooth: bool = False)
     if not smooth:
         ix, iy = np.round(gx).astype(int), np.round(gy).astype(int)
         ok = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-        return np.where(ok, bitmap[iy.clip(0, h - 1), ix.clip(0, w - 1)], 0.0)
+        return ok & (bitmap[iy.clip(0, h - 1), ix.clip(0, w - 1)] > 0.5)   # a boolean mask: the fast paint path
     x0, y0 = np.floor(gx).astype(int), np.floor(gy).astype(int)
     fx, fy = gx - x0, gy - y0
     pad = np.pad(bitmap, 1)
@@ -105,16 +106,15 @@ def handwritten_digits():
 # %% ../nbs/00_world.ipynb #933b3ddb
 def _muted_pair(rng):
     "Two background colours, desaturated and mid-dark (item colours stay readable), clearly apart."
-    for _ in range(20):   # plain floats: numpy's per-call overhead dominates at this size
-        b = (40 + 130 * rng.random(6)).tolist()
-        m1, m2 = sum(b[:3]) / 3, sum(b[3:]) / 3
-        c1, c2 = [0.6 * v + 0.4 * m1 for v in b[:3]], [0.6 * v + 0.4 * m2 for v in b[3:]]
-        if sum(abs(u - v) for u, v in zip(c1, c2)) >= 90: break
+    b = (40 + 130 * rng.random(3)).tolist()           # plain floats: numpy's per-call overhead dominates here
+    m = sum(b) / 3
+    c1 = [0.6 * v + 0.4 * m for v in b]
+    off = (35 + 30 * rng.random(3)).tolist()          # 35-65 per channel: the two colours always differ by >= 105
+    c2 = [v - o if v > 105 else v + o for v, o in zip(c1, off)]
     return np.array(c1, np.float32), np.array(c2, np.float32)
 
-def background(texture: str, rng) -> np.ndarray:
-    "(32, 32, 3) float32 background of the given texture."
-    c1, c2 = _muted_pair(rng)
+def _texture_mask(texture: str, rng) -> np.ndarray:
+    "(32, 32) float32 mix between the two background colours for one random instance of `texture`."
     x, y = _XX, _YY
     p = rng.uniform(5, 8)                       # period in pixels
     ph = rng.uniform(0, 2 * np.pi)
@@ -139,7 +139,21 @@ def background(texture: str, rng) -> np.ndarray:
         a = rng.uniform(0, 2 * np.pi)
         m = ((x - 16) * np.cos(a) + (y - 16) * np.sin(a)) / 32 + 0.5
     else: raise ValueError(f'unknown texture {texture!r}; textures are {TEXTURES}')
-    m = np.asarray(m, np.float32)[..., None]
+    return np.asarray(m, np.float32)
+
+TEXTURE_VARIANTS = 64   # random instances per texture, drawn once: a background picks one, then its colours
+
+@lru_cache(1)
+def _texture_bank() -> dict:
+    "{texture: (TEXTURE_VARIANTS, 32, 32, 1) masks}, from a fixed seed (rendering then costs one lookup)."
+    r = np.random.Generator(np.random.Philox(key=[WORLD_SEED, 7]))
+    return {t: np.stack([_texture_mask(t, r) for _ in range(TEXTURE_VARIANTS)])[..., None] for t in TEXTURES}
+
+def background(texture: str, rng) -> np.ndarray:
+    "(32, 32, 3) float32 background of the given texture."
+    if texture not in TEXTURES: raise ValueError(f'unknown texture {texture!r}; textures are {TEXTURES}')
+    c1, c2 = _muted_pair(rng)
+    m = _texture_bank()[texture][int(rng.random() * TEXTURE_VARIANTS)]
     return c1 + (c2 - c1) * m
 
 def _blur(img):
@@ -169,7 +183,11 @@ def apply_style(img: np.ndarray, style: str, rng) -> np.ndarray:
 
 # %% ../nbs/00_world.ipynb #c3c02085
 def _paint(img, alpha, colour):
-    a = alpha[..., None]
+    "Paint `colour` over `img` with coverage `alpha` (a boolean mask is written in place: the fast path)."
+    if alpha.dtype == bool:
+        img[alpha] = colour
+        return img
+    a = alpha[..., None].astype(np.float32)
     return img * (1 - a) + np.asarray(colour, np.float32) * a
 
 def _jitter_colour(name, rng, amount=18.0):
@@ -186,7 +204,7 @@ def render_scene(scene: dict, rng) -> np.ndarray:
         elif it['kind'] == 'glyph': alpha = bitmap_alpha(FONT[it['digit']], dx, dy, r / 3.5)
         elif it['kind'] == 'hand': alpha = bitmap_alpha(handwritten_digits()[0][it['index']], dx, dy, r / 4.0, smooth=True)
         else: raise ValueError(f"unknown item kind {it['kind']!r}")
-        img = _paint(img, np.asarray(alpha, np.float32), _jitter_colour(it['colour'], rng))
+        img = _paint(img, alpha, _jitter_colour(it['colour'], rng))
     img = apply_style(img, scene['style'], rng)
     return np.clip(img, 0, 255).round().astype(np.uint8).transpose(2, 0, 1)
 
@@ -317,8 +335,6 @@ SPLITS = ('train', 'test')
 SPLIT_SIZES = {'train': 2000, 'test': 1000}
 
 # %% ../nbs/00_world.ipynb #d0dc9fab
-WORLD_SEED = 20261130
-
 @dataclass
 class TaskData:
     "A split of a task: uint8 images (n, 3, 32, 32), int64 labels, class names and prompt templates."
