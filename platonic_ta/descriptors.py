@@ -198,14 +198,7 @@ def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict):
     finally:
         if os.path.exists(tmp): os.remove(tmp)
 
-def _atomic_write_text(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w') as f: f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp): os.remove(tmp)
+from .report import _atomic_write_text   # one atomic text writer for the package
 
 def _read_safetensors(path: Path) -> tuple[dict, dict]:
     with safe_open(str(path), framework='pt') as f:

@@ -22,10 +22,13 @@ def repo_root(start: Path | None = None) -> Path:
 # %% ../nbs/90_report.ipynb #ed1b5ef5
 def _atomic_write_text(path: Path, text: str):
     "Write through a temporary file in the same folder, then rename: a crash never leaves half a file."
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    with os.fdopen(fd, 'w') as f: f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, 'w') as f: f.write(text)
+        os.replace(tmp, path)
+    finally:   # a failed write leaves no temporary file behind
+        if os.path.exists(tmp): os.remove(tmp)
 
 # %% ../nbs/90_report.ipynb #cf6f179e
 def _check_metrics(metrics: dict) -> dict:
