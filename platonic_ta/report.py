@@ -95,6 +95,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
     '04_composition.ipynb': dict(),
     '05_adapter.ipynb': dict(),
+    '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 

@@ -12,9 +12,9 @@ import torch
 
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'shape_mask', 'arrow_mask',
-           'bitmap_alpha', 'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData',
-           'list_tasks', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary']
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'FOCUS', 'shape_mask',
+           'arrow_mask', 'bitmap_alpha', 'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec',
+           'TaskData', 'list_tasks', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -394,57 +394,57 @@ def images_hash(images) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 # %% ../nbs/00_world.ipynb #c78e7ba6
+FOCUS = {'shape': 0.16, 'colour': 0.10, 'count': 0.12, 'digit': 0.14, 'arrow': 0.12, 'position': 0.12,
+         'texture': 0.14, 'style': 0.10}   # share of pretraining scenes whose caption is about each attribute
+
 def _pretrain_scene(rng):
-    u = rng.random()
-    style = _style(rng, 'photo', 0.75)
+    focus = list(FOCUS)[int(rng.choice(len(FOCUS), p=np.array(list(FOCUS.values()))))]
+    style = _pick(rng, STYLES) if focus == 'style' else _style(rng, 'photo', 0.75)
     texture = _pick(rng, TEXTURES)
-    if u < 0.55:
-        kind, items = 'shape', [_item(rng)]
-        if rng.random() < 0.25: items += [d for d in _scatter(rng, int(rng.integers(1, 4)))
-                                         if math.hypot(d['x'] - items[0]['x'], d['y'] - items[0]['y']) > items[0]['r'] + d['r']]
-    elif u < 0.7:
-        kind, items = 'count', _scatter(rng, int(rng.integers(1, 6)), ('small', 'medium'))
-    elif u < 0.85:
-        kind, items = 'glyph', [_item(rng, kind='glyph', digit=int(rng.integers(10)), size=_pick(rng, ['medium', 'large']))]
-    else:
+    if focus == 'count':
+        items = _scatter(rng, int(rng.integers(1, 6)), ('small', 'medium'))
+    elif focus == 'digit':
+        items = [_item(rng, kind='glyph', digit=int(rng.integers(10)), size=_pick(rng, ['medium', 'large']))]
+    elif focus == 'arrow':
         d = int(rng.integers(8))
         it = _item(rng, kind='arrow', size=_pick(rng, ['medium', 'large']))
         it.update(angle=d * np.pi / 4 + rng.uniform(-0.15, 0.15), direction=d)
-        kind, items = 'arrow', [it]
-    return dict(texture=texture, style=style, items=items, kind=kind)
+        items = [it]
+    elif focus == 'texture':
+        items = [] if rng.random() < 0.3 else [_item(rng, size=_pick(rng, ['small', 'medium', 'large']))]
+    else:
+        items = [_item(rng, size='large' if focus == 'position' else None)]
+        if rng.random() < 0.25: items += [d for d in _scatter(rng, int(rng.integers(1, 3)))
+                                         if math.hypot(d['x'] - items[0]['x'], d['y'] - items[0]['y']) > items[0]['r'] + d['r']]
+    return dict(texture=texture, style=style, items=items, focus=focus)
 
 def _noisy(rng, value, choices, p_noise):
     return _pick(rng, choices) if rng.random() < p_noise else value
 
-def caption_scene(scene: dict, rng, p_mention: float = 0.7, p_noise: float = 0.1) -> str:
-    "A caption naming a random subset of the scene's attributes, some wrong with probability `p_noise`."
-    parts, it = [], scene['items'][0] if scene['items'] else None
-    m = lambda: rng.random() < p_mention
-    kind = scene.get('kind')
-    if kind == 'count':
-        parts.append(f"{_noisy(rng, COUNTS[len(scene['items']) - 1], COUNTS, p_noise)} objects")
-        if m(): parts.append(f"there are {COUNTS[len(scene['items']) - 1]} objects")
-    elif kind == 'glyph':
-        parts.append(f"the digit {_noisy(rng, DIGITS[it['digit']], DIGITS, p_noise)}")
-        if m(): parts.append(f"a {_noisy(rng, it['colour'], list(COLOURS), p_noise)} object")
-    elif kind == 'arrow':
-        parts.append(f"an arrow pointing {_noisy(rng, DIRECTIONS[it['direction']], DIRECTIONS, p_noise)}")
-        if m(): parts.append(f"a {_noisy(rng, it['colour'], list(COLOURS), p_noise)} object")
-    elif kind == 'shape':
-        words = []
-        if m(): words.append(it['size'])
-        if m(): words.append(_noisy(rng, it['colour'], list(COLOURS), p_noise))
-        words.append(_noisy(rng, it['shape'], SHAPES, p_noise))
-        parts.append(_pick(rng, ['a', 'there is a', 'an image of a']) + ' ' + ' '.join(words))
-        if len(scene['items']) > 1 and m(): parts.append(f"{COUNTS[len(scene['items']) - 1]} objects")
-    if it is not None and kind != 'count' and m():
-        parts.append(f"{'a large object' if it['size'] == 'large' else 'an object'} on the {_noisy(rng, it['pos'], list(POSITIONS), p_noise)}")
-    if m(): parts.append(f"{_pick(rng, ['a', 'an image with a'])} {_noisy(rng, scene['texture'], TEXTURES, p_noise)} background")
-    if m(): parts.append(f"in {_noisy(rng, scene['style'], STYLES, p_noise)} style")
+def _phrases(scene: dict, rng, p_noise: float) -> dict:
+    "Every phrase a caption could say about the scene: {attribute: phrase}."
+    items = scene['items']
+    it, out = (items[0] if items else None), {}
+    n = lambda v, ch: _noisy(rng, v, ch, p_noise)
+    if scene['focus'] == 'count' or len(items) > 1: out['count'] = f"{n(COUNTS[len(items) - 1], COUNTS)} objects"
+    if it is not None and scene['focus'] != 'count':
+        if it['kind'] == 'shape': out['shape'] = f"{_pick(rng, ['a', 'there is a', 'an image of a'])} {n(it['shape'], SHAPES)}"
+        if it['kind'] == 'glyph': out['digit'] = f"the digit {n(DIGITS[it['digit']], DIGITS)}"
+        if it['kind'] == 'arrow': out['arrow'] = f"an arrow pointing {n(DIRECTIONS[it['direction']], DIRECTIONS)}"
+        out['colour'] = f"a {n(it['colour'], list(COLOURS))} object"
+        out['position'] = f"{'a large object' if it['size'] == 'large' else 'an object'} on the {n(it['pos'], list(POSITIONS))}"
+    out['texture'] = f"{_pick(rng, ['a', 'an image with a'])} {n(scene['texture'], TEXTURES)} background"
+    out['style'] = f"in {n(scene['style'], STYLES)} style"
+    return out
+
+def caption_scene(scene: dict, rng, p_mention: float = 0.25, p_noise: float = 0.1) -> str:
+    "A caption naming the scene's focus and each other attribute with probability `p_mention`, some wrong (`p_noise`)."
+    ph = _phrases(scene, rng, p_noise)
+    parts = [p for k, p in ph.items() if k == scene['focus'] or rng.random() < p_mention]
     rng.shuffle(parts)
     return ' , '.join(parts)
 
-def caption_corpus(n: int, seed: int = 0, p_mention: float = 0.7, p_noise: float = 0.1):
+def caption_corpus(n: int, seed: int = 0, p_mention: float = 0.25, p_noise: float = 0.1):
     "`n` pretraining pairs: uint8 images (n, 3, 32, 32) and their captions. Deterministic in `seed`."
     if n <= 0: raise ValueError(f'n must be positive, got {n}')
     imgs, caps = np.empty((n, 3, SIZE, SIZE), np.uint8), []

@@ -83,7 +83,7 @@ class FamilySpec:
     text: dict                   # CLIPTextCfg fields (vocab and context are filled in)
     loss: str = 'clip'           # 'clip' (softmax contrastive) or 'siglip' (sigmoid)
     image_size: int = 32         # input size the tower sees (images are upsampled to it)
-    steps: int = 1500            # pretraining steps
+    steps: int = 3000            # pretraining steps
     batch: int = 64              # pretraining batch size (small batches, many steps: the CPU's best trade)
     lr: float = 3e-3             # peak learning rate (AdamW, warmup then cosine)
     seed: int = 0                # data sample and init seed
@@ -103,7 +103,7 @@ FAMILIES = {f.name: f for f in [
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
-FINETUNE = dict(steps=150, batch=64, lr=3e-3, rank=4, alpha=8.0)   # source fine-tunes: LoRA on q and v
+FINETUNE = dict(steps=200, batch=64, lr=3e-3, rank=4, alpha=8.0)   # source fine-tunes: LoRA on q and v
 
 # %% ../nbs/01_zoo.ipynb #4dbd3f6f
 def _family(name) -> FamilySpec:

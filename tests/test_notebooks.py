@@ -17,6 +17,8 @@ SMOKE = {
                                                      'factorization.mean_cross_gain']),
     '04_composition.ipynb': ({}, ['composition.slider_update_ms_tiny']),
     '05_adapter.ipynb': ({}, []),
+    '06_residuals.ipynb': ({}, ['residuals.mean_dispersion', 'residuals.median_amplification',
+                                'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
     '90_report.ipynb': ({}, []),
 }
 
