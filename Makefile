@@ -32,6 +32,7 @@ test: install sync
 # The heavy checks nbdev skips by default (cells flagged `#| slow`).
 test-slow: install
 	$(BIN)/nbdev_test --n_workers 1 --flags slow
+	PLATONIC_TA_SLOW=1 $(BIN)/python -m pytest -q tests -m slow
 
 demo: install
 	$(BIN)/platonic-ta demo

@@ -553,5 +553,7 @@ d = { 'settings': { 'branch': 'main',
                                  'platonic_ta.zoo.pretrain': ('zoo.html#pretrain', 'platonic_ta/zoo.py'),
                                  'platonic_ta.zoo.qv_sites': ('zoo.html#qv_sites', 'platonic_ta/zoo.py'),
                                  'platonic_ta.zoo.save_artifact': ('zoo.html#save_artifact', 'platonic_ta/zoo.py'),
+                                 'platonic_ta.zoo.ship_zoo': ('zoo.html#ship_zoo', 'platonic_ta/zoo.py'),
                                  'platonic_ta.zoo.shipped_zoo_dir': ('zoo.html#shipped_zoo_dir', 'platonic_ta/zoo.py'),
+                                 'platonic_ta.zoo.stale_families': ('zoo.html#stale_families', 'platonic_ta/zoo.py'),
                                  'platonic_ta.zoo.zero_shot_accuracy': ('zoo.html#zero_shot_accuracy', 'platonic_ta/zoo.py')}}}

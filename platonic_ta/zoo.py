@@ -18,12 +18,12 @@ from . import world
 from .heads import image_features, last_layer
 
 # %% auto #0
-__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'WordTokenizer', 'FamilySpec', 'create_family_model', 'DualEncoder',
-           'family_encoder', 'contrastive_loss', 'pretrain', 'RowBlockLoRA', 'qv_sites', 'add_qv_lora', 'merge_lora',
-           'lora_tensors', 'load_lora', 'class_embeddings', 'finetune', 'predict', 'zero_shot_accuracy',
-           'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact',
-           'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo',
-           'get_zoo', 'load_open_clip']
+__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
+           'create_family_model', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'RowBlockLoRA',
+           'qv_sites', 'add_qv_lora', 'merge_lora', 'lora_tensors', 'load_lora', 'class_embeddings', 'finetune',
+           'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
+           'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -537,6 +537,16 @@ def _scan(path: Path) -> Zoo:
     seeds = sorted({int(p.stem.rsplit('_s', 1)[1]) for f in fams for p in (path / f / 'ft').glob('*.json')})
     return Zoo(path, fams, tasks, seeds or [0])
 
+def stale_families(path: Path) -> dict:
+    "{family: why} for the families in a zoo folder whose recorded recipe (FamilySpec, steps) is not today's."
+    out = {}
+    for fam in _scan(Path(path)).families:
+        spec = json.loads(base_path(path, fam).with_suffix('.json').read_text()).get('spec', {})
+        want = json.loads(json.dumps(asdict(FAMILIES[fam]), default=str))
+        diff = [f'{k}: {spec.get(k)!r} -> {want.get(k)!r}' for k in sorted(set(want) | set(spec)) if want.get(k) != spec.get(k)]
+        if diff: out[fam] = 'built with other settings (' + ', '.join(diff[:3]) + ')'
+    return out
+
 def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
     "The micro zoo (built on demand), the full embedded zoo (built, else shipped), or a zoo folder."
     if kind == 'micro':
@@ -547,7 +557,11 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
     if kind == 'full':
         for path in (default_zoo_dir(), shipped_zoo_dir()):
             z = _scan(path)
-            if len(z.families) == len(FAMILIES) and len(z.tasks) == len(world.list_tasks(controls=False)): return z
+            if len(z.families) == len(FAMILIES) and len(z.tasks) == len(world.list_tasks(controls=False)):
+                stale = stale_families(path)
+                if not stale: return z
+                warnings.warn(f'zoo {path} is not today\'s recipe and is skipped (nothing is deleted): {stale}; '
+                              'point PLATONIC_TA_ZOO at a new folder to build the current zoo, or open the old one with get_zoo(folder)')
         if not build:
             raise FileNotFoundError(f'no complete zoo in {default_zoo_dir()} or {shipped_zoo_dir()}; '
                                     'build it: platonic_ta.zoo.build_zoo(workers=2) (about an hour on 2 cores)')
@@ -558,6 +572,37 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
     z = _scan(path)
     if not z.families: raise FileNotFoundError(f'{path} holds no zoo family (expected <family>/base.safetensors + .json)')
     return z
+
+# %% ../nbs/01_zoo.ipynb #b2c21f58
+SHIP_LIMIT_MB = 30   # the package carries at most this much zoo
+
+def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_zoo(workers=2)') -> Path:
+    "Copy a complete zoo of today's recipe (bases and `seeds` fine-tunes, verified) into the package, with a manifest."
+    import shutil
+    src, dest = Path(src), Path(dest) if dest else shipped_zoo_dir()
+    z = _scan(src)
+    missing = [f for f in FAMILIES if f not in z.families] + [t for t in world.list_tasks(controls=False) if t not in z.tasks]
+    if missing: raise FileNotFoundError(f'{src} is not a complete zoo (missing {missing}); finish it with build_zoo(zoo={str(src)!r})')
+    if stale := stale_families(src): raise ValueError(f'{src} is not today\'s recipe: {stale}')
+    files = [base_path(src, f) for f in z.families] + [ft_path(src, f, t, s) for f in z.families for t in z.tasks for s in seeds]
+    for p in files: load_artifact(p)                       # every file verified before anything is copied
+    size = sum(p.with_suffix(x).stat().st_size for p in files for x in ('.safetensors', '.json'))
+    if size > SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {SHIP_LIMIT_MB} MB the package may carry')
+    tmp = dest.with_name(dest.name + '.tmp')
+    if tmp.exists(): shutil.rmtree(tmp)
+    for p in files:
+        out = tmp / p.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for x in ('.safetensors', '.json'): shutil.copy2(p.with_suffix(x), out.with_suffix(x))
+    secs = [json.loads(p.with_suffix('.json').read_text()).get('seconds', 0.0) for p in files]
+    (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
+        command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
+        build_seconds=float(sum(secs)), family_seeds={f: FAMILIES[f].seed for f in z.families},
+        library_version=platonic_ta.__version__, torch_version=torch.__version__), indent=1))
+    if dest.exists():                                      # keep the previous copy until the new one is in place
+        old = dest.with_name(dest.name + f'.old-{int(time.time())}'); os.replace(dest, old); shutil.rmtree(old)
+    os.replace(tmp, dest)
+    return dest
 
 # %% ../nbs/01_zoo.ipynb #1e747c5f
 def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None) -> DualEncoder:
