@@ -15,9 +15,10 @@ from .heads import image_tower
 from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
 
 # %% auto #0
-__all__ = ['SplitLinear', 'SplitMultiheadAttention', 'split_attention_pool2d_class', 'expose_qkv', 'fold_qkv', 'qv_targets',
-           'target_regex', 'add_adapter', 'merge_adapter', 'adapter_tensors', 'AdapterConfig', 'AdapterFit',
-           'fit_adapter', 'load_adapter']
+__all__ = ['SCHEDULES', 'SplitLinear', 'SplitMultiheadAttention', 'split_attention_pool2d_class', 'expose_qkv', 'fold_qkv',
+           'qv_targets', 'target_regex', 'add_adapter', 'merge_adapter', 'adapter_tensors', 'lr_factor',
+           'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
+           'adapter_gaps']
 
 # %% ../nbs/05_adapter.ipynb #dad6fab2
 class SplitLinear(nn.Module):
@@ -301,15 +302,24 @@ def adapter_tensors(peft_model) -> dict:
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
 
+SCHEDULES = ('constant', 'cosine')
+
+def lr_factor(schedule: str, step: int, steps: int) -> float:
+    "Multiplier of the learning rate at `step` of `steps`: 1 throughout ('constant'), or a half cosine from 1 to 0 ('cosine')."
+    if schedule == 'constant': return 1.0
+    if schedule == 'cosine': return 0.5 * (1 + math.cos(math.pi * step / steps))
+    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
 @dataclass
 class AdapterConfig:
     "Settings of one adapter fit (LoRA on the image tower's q and v)."
     rank: int = 4            # LoRA rank r
     alpha: float = 8.0       # LoRA alpha; the update is (alpha / rank)·B A
     steps: int = 200         # optimisation steps (Adam)
-    lr: float = 3e-3         # Adam learning rate (constant)
+    lr: float = 3e-3         # Adam learning rate (its peak under a schedule)
     batch: int | None = None # probes per grid per step; None: every probe of every grid each step (full batch)
     seed: int = 0            # seeds the LoRA init and the probe batches
+    schedule: str = 'constant'  # learning rate over the steps: 'constant', or 'cosine' (from lr down to 0)
 
     def __post_init__(self):
         if not _is_int(self.rank) or self.rank < 1:
@@ -327,6 +337,8 @@ class AdapterConfig:
                              f"{self.batch!r}; e.g. AdapterConfig(batch=256)")
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}; e.g. AdapterConfig(schedule='cosine')")
         self.alpha, self.lr = float(self.alpha), float(self.lr)
 
 # %% ../nbs/05_adapter.ipynb #13ed4ae3
@@ -464,6 +476,7 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     losses, t_fit = [], time.time()
     bar = tqdm(range(cfg.steps), desc=f'adapter {target.name}', disable=not progress, mininterval=1)
     for step in bar:
+        for grp in opt.param_groups: grp['lr'] = cfg.lr * lr_factor(cfg.schedule, step, cfg.steps)
         loss = _objective(visual, grids, gen, cfg.batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -521,3 +534,59 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     enc.name, enc._hash = name or f'{target.name}+adapter', None
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
     return enc
+
+# %% ../nbs/05_adapter.ipynb #71d5de14
+def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: int = 1, n_negations: int = 1) -> list:
+    "Cross-model cells per target: `n_pairs` additions of task pairs at `alpha` each and `n_negations` negations at `lam`."
+    import itertools
+    families, tasks = list(families), list(tasks)
+    if len(families) < 2: raise ValueError(f"cross-model cells need at least two families, got {families}")
+    if (n_pairs and len(tasks) < 2) or (n_negations and not tasks):
+        raise ValueError(f"tasks {tasks}: additions need two tasks, negations one")
+    for name, c in (('alpha', alpha), ('lam', lam)):
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {c!r}")
+    pairs = list(itertools.combinations(tasks, 2))
+    cells = []
+    for i, f in enumerate(families):
+        src = families[(i + 1) % len(families)]
+        for j in range(int(n_pairs)):
+            a, b = pairs[(i * n_pairs + j) % len(pairs)]
+            cells.append(dict(target=f, kind='addition', source=src, coeffs={a: float(alpha), b: float(alpha)}))
+        for j in range(int(n_negations)):
+            t = tasks[(i * n_negations + j) % len(tasks)]
+            cells.append(dict(target=f, kind='negation', source=src, coeffs={t: -float(lam)}))
+    return cells
+
+@torch.no_grad()
+def accuracies(enc, eval_sets: dict, tasks) -> dict:
+    "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `zoo.predict` against `enc`'s class embeddings."
+    from platonic_ta.zoo import predict, class_embeddings
+    out = {}
+    for t in tasks:
+        es = eval_sets[t]
+        T = class_embeddings(enc, es.classnames, es.templates)
+        out[t] = (predict(enc, es.images, T) == es.labels).float().mean().item()
+    return out
+
+# %% ../nbs/05_adapter.ipynb #9593725c
+def side_by_side(cell: dict, zero_shot: dict, closed_form: dict, adapter: dict, controls) -> dict:
+    "One table row of a cell from three `{task: accuracy}` dicts: mean accuracy (points) of the edited and of the control tasks."
+    edited, controls = list(cell['coeffs']), list(controls)
+    if not edited or not controls: raise ValueError("a cell needs at least one edited task and one control")
+    m = lambda acc, ts: 100 * sum(acc[t] for t in ts) / len(ts)
+    return dict(target=cell['target'], kind=cell['kind'], source=cell['source'],
+                tasks='+'.join(edited) if cell['kind'] == 'addition' else '-' + '-'.join(edited),
+                zs=m(zero_shot, edited), cf=m(closed_form, edited), adapter=m(adapter, edited),
+                ctl_zs=m(zero_shot, controls), ctl_cf=m(closed_form, controls), ctl_adapter=m(adapter, controls))
+
+def adapter_gaps(rows) -> dict:
+    "Gaps of the adapter to the closed form over `side_by_side` rows (points; NaN where no row of that kind)."
+    mean = lambda xs: sum(xs) / len(xs) if xs else float('nan')
+    add = [r for r in rows if r['kind'] == 'addition']
+    neg = [r for r in rows if r['kind'] == 'negation']
+    return dict(mean_gap_to_closed_form=mean([r['adapter'] - r['cf'] for r in add]),
+                negation_gap_to_closed_form=mean([r['cf'] - r['adapter'] for r in neg]),
+                control_gap_to_closed_form=mean([r['ctl_adapter'] - r['ctl_cf'] for r in rows]),
+                control_dist_adapter=mean([abs(r['ctl_adapter'] - r['ctl_zs']) for r in rows]),
+                control_dist_closed_form=mean([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))

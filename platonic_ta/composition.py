@@ -17,12 +17,14 @@ from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features)
 from .heads import last_layer
+from . import world
 
 # %% auto #0
 __all__ = ['ROUTES', 'BankError', 'TargetMismatchError', 'route_of', 'class_text_embeddings', 'OperatorBank', 'Scorer',
            'consensus_descriptor', 'shuffled_descriptor', 'certificate', 'certify_edit', 'certificate_rows',
            'rows_table', 'addition_sweep', 'retention_rows', 'negation_sweep', 'multitask_scaling', 'rows_html',
-           'bars_html', 'Sliders', 'make_sliders']
+           'bars_html', 'Sliders', 'make_sliders', 'source_key', 'null_key', 'zoo_seeds_present', 'heldout_split',
+           'floored_ridge_grid', 'zoo_bank', 'weight_space_sum', 'cell_rows', 'median_retention']
 
 # %% ../nbs/04_composition.ipynb #d1b15d0d
 ROUTES = ('embedding', 'head')
@@ -687,17 +689,22 @@ def bars_html(bars: Mapping, width: int = 260) -> str:
 class Sliders:
     "α/λ sliders over scorers; `update(state)` is the plain callback (see the section text)."
     def __init__(self, scorers: Mapping, sources: Sequence[str], tasks: Sequence[str], negate: Sequence[str] = (),
-                 alpha: float = 0.5, lam: float = 0.0, chart: str = 'html'):
+                 alpha: float | Mapping = 0.5, lam: float = 0.0, chart: str = 'html'):
         if not scorers: raise ValueError("make_sliders needs at least one target scorer")
         if not sources: raise ValueError("make_sliders needs at least one source family")
         if chart not in ('html', 'matplotlib'): raise ValueError(f"chart={chart!r}: 'html' (fast) or 'matplotlib'")
         self.scorers, self.sources, self.tasks, self.negate = dict(scorers), list(sources), list(tasks), list(negate)
-        self.alpha, self.lam, self.chart = float(alpha), float(lam), chart
+        if isinstance(alpha, Mapping):
+            unknown = [t for t in alpha if t not in self.tasks]
+            if unknown: raise KeyError(f"alpha names tasks {unknown} that have no slider; sliders: {self.tasks}")
+            self.alpha = {t: float(alpha.get(t, 0.0)) for t in self.tasks}
+        else: self.alpha = {t: float(alpha) for t in self.tasks}
+        self.lam, self.chart = float(lam), chart
         self.widget = self._w = self._fig = None
         self.last_ms = self.last_refresh_ms = float('nan')
 
     def initial_state(self) -> dict:
-        return dict(target=next(iter(self.scorers)), source=self.sources[0], alphas={t: self.alpha for t in self.tasks},
+        return dict(target=next(iter(self.scorers)), source=self.sources[0], alphas=dict(self.alpha),
                     negate=self.negate[0] if self.negate else None, lam=self.lam)
 
     def coeffs(self, state: Mapping) -> dict:
@@ -822,7 +829,7 @@ class Sliders:
         return rows, bars
 
 def make_sliders(bank: OperatorBank, scorer: Scorer, sources: Sequence[str], tasks: Sequence[str] | None = None,
-                 negate: Sequence[str] | None = None, alpha: float = 0.5, lam: float = 0.0,
+                 negate: Sequence[str] | None = None, alpha: float | Mapping = 0.5, lam: float = 0.0,
                  targets: Mapping | None = None, widget: bool = True, chart: str = 'html') -> Sliders:
     "α sliders per task in `tasks`, a negation picker + λ, source and target pickers; see the section text."
     if scorer.bank is not bank: raise ValueError("scorer was not made from this bank: use bank.scorer(eval_sets)")
@@ -834,3 +841,135 @@ def make_sliders(bank: OperatorBank, scorer: Scorer, sources: Sequence[str], tas
     sl = Sliders(scorers, sources, tasks, negate, alpha, lam, chart)
     if widget: sl.build()
     return sl
+
+# %% ../nbs/04_composition.ipynb #48831ba3
+def source_key(family: str, seed: int = 0) -> str:
+    "Bank source name of `family`'s fine-tune of `seed`: the family name for seed 0, `family@s<seed>` otherwise."
+    if not isinstance(family, str) or not family or '@' in family or family.startswith('null:'):
+        raise ValueError(f"family {family!r}: pass a zoo family name such as 'vit_w96'")
+    return family if int(seed) == 0 else f'{family}@s{int(seed)}'
+
+def null_key(source: str) -> str:
+    "Bank source name of the null (rows shuffled) of `source`."
+    return f'null:{source}'
+
+def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
+    "The seeds in `seeds` whose fine-tunes exist for every family and task of zoo `Z` (seed 0 first); 0 is required."
+    from platonic_ta.zoo import ft_path
+    ok = [int(s) for s in dict.fromkeys(seeds)
+          if all(ft_path(Z.path, f, t, int(s)).with_suffix('.json').exists() for f in Z.families for t in Z.tasks)]
+    if 0 not in ok:
+        raise FileNotFoundError(f"zoo {Z.path} lacks seed-0 fine-tunes for some family and task: build them with "
+                                f"platonic_ta.zoo.build_zoo(families, tasks, seeds=(0,), zoo=...)")
+    return [0] + sorted(s for s in ok if s != 0)
+
+def heldout_split(task: str, exclude=None, n: int | None = None):
+    "Training images of `task` not among `exclude` (a `Grid` of the task, or probe indices): a validation set."
+    from platonic_ta.world import TaskData
+    data = world.load_task(task, 'train')
+    if isinstance(exclude, Grid):
+        if exclude.task != task: raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}")
+        if exclude.probe_index is None: raise ValueError(f"grid {exclude.task!r} has no probe_index (a union grid?)")
+        exclude = exclude.probe_index
+    keep = torch.ones(len(data), dtype=torch.bool)
+    if exclude is not None: keep[torch.as_tensor(exclude).long()] = False
+    idx = keep.nonzero().flatten()
+    if n is not None: idx = idx[:int(n)]
+    if len(idx) == 0: raise ValueError(f"task {task!r}: no training image is left outside the probes")
+    return TaskData(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
+
+def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_decade: int = 2) -> tuple:
+    "Relative ridges from `max(floor, lo)` to `hi` (`per_decade` a decade): `select_ridges`'s search space with a floor."
+    floor = float(floor)
+    if not (math.isfinite(floor) and 0 <= floor <= hi):
+        raise ValueError(f"ridge floor {floor} must be a number in [0, {hi}] (relative to the top squared singular value)")
+    n = int(round(math.log10(hi / lo) * per_decade)) + 1
+    grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+    if floor <= lo: return tuple(grid)
+    return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
+
+def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
+             consensus: bool = True, nulls: bool = True, ridges='auto', ridge_grid=None,
+             cache: EmbeddingCache | None = None, null_seed: int = 0) -> OperatorBank:
+    "Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text)."
+    families, seeds = list(families), [int(s) for s in seeds]
+    if family not in families: raise ValueError(f"target family {family!r} is not among the families {families}")
+    if not seeds or seeds[0] != 0: raise ValueError(f"seeds={seeds}: seed 0 comes first (it names the family's source)")
+    gl = list(grids.values()) if isinstance(grids, Mapping) else list(grids)
+    tasks = [g.task for g in gl]
+    missing = [(f, t, s) for f in families for t in tasks for s in seeds if (f, t, s) not in descriptors]
+    if missing: raise KeyError(f"no descriptor for {_few(missing)}: compute them with zoo_descriptors(Z, grids, seeds=...)")
+    bank = OperatorBank.build(target, gl, {(f, t): descriptors[(f, t, 0)] for f in families for t in tasks},
+                              ridges=ridges, ridge_grid=ridge_grid, cache=cache)
+    more = {(source_key(f, s), t): descriptors[(f, t, s)] for f in families for t in tasks for s in seeds[1:]}
+    others = [f for f in families if f != family]
+    if consensus and others:
+        more.update({('consensus', t): consensus_descriptor([descriptors[(f, t, 0)] for f in others]) for t in tasks})
+    if nulls:
+        for src in families + (['consensus'] if consensus and others else []):
+            for t in tasks:
+                D = more[('consensus', t)] if src == 'consensus' else descriptors[(src, t, 0)]
+                more[(null_key(src), t)] = shuffled_descriptor(D, null_seed)
+    if more: bank.add(more)
+    return bank
+
+@torch.no_grad()
+def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
+    "Classic task arithmetic: a copy of `base` with weights `θ₀ + Σ c_k (θ_k − θ₀)` (one model, its own fine-tunes)."
+    import copy
+    finetunes = list(finetunes)
+    cs = [float(coeffs)] * len(finetunes) if isinstance(coeffs, (int, float)) else [float(c) for c in coeffs]
+    if len(cs) != len(finetunes): raise ValueError(f"{len(finetunes)} fine-tunes but {len(cs)} coefficients")
+    sd0 = base.model.state_dict()
+    sds = [ft.model.state_dict() for ft in finetunes]
+    for i, sd in enumerate(sds):
+        bad = set(sd) ^ set(sd0) or {k for k in sd0 if sd[k].shape != sd0[k].shape}
+        if bad: raise ValueError(f"fine-tune {i} ({getattr(finetunes[i], 'name', '?')}) is not a fine-tune of this base: "
+                                 f"parameters {_few(sorted(bad), 4)} differ in name or shape")
+    new = {}
+    for k, v in sd0.items():
+        if not v.is_floating_point(): new[k] = v.clone(); continue
+        acc = v.double().clone()
+        for c, sd in zip(cs, sds): acc += c * (sd[k].double() - v.double())
+        new[k] = acc.to(v.dtype)
+    out = copy.deepcopy(base)
+    out.model.load_state_dict(new)
+    out.name = f"{base.name}+ws[" + ', '.join(f'{c:+.3g}·{getattr(ft, "name", i)}' for i, (c, ft) in enumerate(zip(cs, finetunes))) + ']'
+    return out
+
+def _sd(xs) -> float:
+    xs = list(xs)
+    return statistics.stdev(xs) if len(xs) > 1 else float('nan')
+
+def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], seed_sources: Mapping | None = None,
+              null_of=null_key) -> list:
+    "One row per cross-model cell of `addition_sweep` rows: seed-mean gains, spread, own and null gains, retention."
+    by = {(r['source'], r['task_a'], r['task_b'], r['alpha']): r for r in rows}
+    out = []
+    for (s, a, b, al), r in by.items():
+        if s not in sources: continue
+        own = by.get((own_source, a, b, al))
+        if own is None: raise ValueError(f"no row of the own source {own_source!r} for {a}+{b} at α={al}: include it")
+        seeds = [s] + list((seed_sources or {}).get(s, []))
+        miss = [x for x in seeds if (x, a, b, al) not in by]
+        if miss: raise ValueError(f"no rows of seed sources {miss} for {a}+{b} at α={al}: include them in the sweep")
+        sr = [by[(x, a, b, al)] for x in seeds]
+        null = by.get((null_of(s), a, b, al))
+        ga, gb = _mean(x['gain_a'] for x in sr), _mean(x['gain_b'] for x in sr)
+        ret = lambda x, y: x / y if y > 0 else float('nan')
+        nan = float('nan')
+        out.append(dict(source=s, task_a=a, task_b=b, alpha=al, gain_a=ga, gain_b=gb,
+                        sd_a=_sd(x['gain_a'] for x in sr), sd_b=_sd(x['gain_b'] for x in sr), n_seeds=len(sr),
+                        own_gain_a=own['gain_a'], own_gain_b=own['gain_b'],
+                        null_gain_a=null['gain_a'] if null else nan, null_gain_b=null['gain_b'] if null else nan,
+                        control_gain=_mean(x['control_gain'] for x in sr), own_control_gain=own['control_gain'],
+                        null_control_gain=null['control_gain'] if null else nan,
+                        retention_a=ret(ga, own['gain_a']), retention_b=ret(gb, own['gain_b']),
+                        both_gain=bool(ga > 0 and gb > 0),
+                        beats_null=None if null is None else bool(ga + gb > null['gain_a'] + null['gain_b'])))
+    return out
+
+def median_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tuple:
+    "`(median, count)` of the per-task retentions of `cell_rows` whose own gain exceeds `min_own_gain` (NaN if none)."
+    vals = [c[f'retention_{x}'] for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
+    return (statistics.median(vals) if vals else float('nan')), len(vals)

@@ -93,8 +93,9 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '01a_heads.ipynb': dict(),
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
-    '04_composition.ipynb': dict(),
-    '05_adapter.ipynb': dict(),
+    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
+    '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, adapter_steps_zoo=150, adapter_batch_zoo=64,
+                             adapter_lr_zoo=1e-2),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures

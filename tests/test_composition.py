@@ -304,3 +304,116 @@ def test_sliders_headless(tiny):
     assert 'rn_w16' in sl._w['info'].value
     with pytest.raises(ValueError, match='not made from this bank'):
         make_sliders(tiny['banks']['siglip_map'], sc, ['own'])
+
+
+# --- zoo helpers -------------------------------------------------------------------------------------------------
+from platonic_ta.composition import (source_key, null_key, zoo_seeds_present, heldout_split, floored_ridge_grid, zoo_bank,
+                                     weight_space_sum, cell_rows, median_retention)
+
+
+def test_names_and_floored_grid():
+    assert source_key('vit_w96') == 'vit_w96' and source_key('vit_w96', 1) == 'vit_w96@s1' and null_key('a') == 'null:a'
+    for bad in ('', 'null:x', 'a@s1'):
+        with pytest.raises(ValueError, match='zoo family'): source_key(bad)
+    g = floored_ridge_grid(0.0)
+    assert len(g) == 17 and g[0] == 1e-8 and abs(g[-1] - 1) < 1e-12
+    for fl in (1e-4, 3e-3, 1e-1, 1.0):
+        g = floored_ridge_grid(fl)
+        assert g[0] == fl and min(g) == fl and abs(max(g) - 1) < 1e-12 and list(g) == sorted(g)
+    with pytest.raises(ValueError, match='must be a number'): floored_ridge_grid(float('nan'))
+    with pytest.raises(ValueError, match='must be a number'): floored_ridge_grid(2.0)
+
+
+def test_heldout_split_is_disjoint_from_probes():
+    from platonic_ta.descriptors import image_hashes
+    gr = make_grid('colours', 100, seed=3)
+    ho = heldout_split('colours', gr)
+    assert len(ho.labels) == 2000 - 100 and ho.split == 'train-heldout'
+    assert not set(image_hashes(ho.images)) & set(gr.probe_hashes)
+    assert len(heldout_split('colours', gr, 10).labels) == 10
+    assert len(heldout_split('shapes', None, 5).labels) == 5
+    with pytest.raises(ValueError, match='given to exclude'): heldout_split('shapes', gr)
+
+
+def test_zoo_seeds_present(tmp_path):
+    from platonic_ta.zoo import Zoo, ft_path
+    Z = Zoo(tmp_path, ['a', 'b'], ['t1', 't2'])
+    def touch(f, t, s):
+        p = ft_path(tmp_path, f, t, s).with_suffix('.json'); p.parent.mkdir(parents=True, exist_ok=True); p.write_text('{}')
+    with pytest.raises(FileNotFoundError, match='seed-0'): zoo_seeds_present(Z)
+    for f in Z.families:
+        for t in Z.tasks: touch(f, t, 0); touch(f, t, 2)
+    touch('a', 't1', 1)                                        # seed 1 exists for one cell only: not usable
+    assert zoo_seeds_present(Z, (2, 1, 0)) == [0, 2] and zoo_seeds_present(Z, (0,)) == [0]
+
+
+def test_zoo_bank_sources_ridges_and_errors(tiny):
+    enc, grids, descs = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs']
+    fams = ['own', 'rn_w16', 'timm_avg']
+    D = {(f, t, s): (descs[(f, t)].U if isinstance(descs[(f, t)], Descriptor) else descs[(f, t)]) * (1 + 0.1 * s)
+         for f in fams for t in TASKS for s in (0, 1)}
+    b = zoo_bank(enc, 'own', grids, D, fams, seeds=(0, 1), cache=tiny['cache'])
+    want = set(fams) | {f'{f}@s1' for f in fams} | {'consensus'} | {f'null:{x}' for x in fams + ['consensus']}
+    assert set(b.sources) == want and set(b.tasks) == set(TASKS)
+    ref = OperatorBank.build(enc, grids, {(f, t): D[(f, t, 0)] for f in fams for t in TASKS}, cache=tiny['cache'])
+    assert b.ridges == ref.ridges                             # ridges chosen on the seed-0 descriptors only
+    assert torch.allclose(b[('rn_w16@s1', 'colours')], 1.1 * b[('rn_w16', 'colours')], rtol=1e-9, atol=1e-12)
+    cons = consensus_descriptor([D[('rn_w16', 'colours', 0)], D[('timm_avg', 'colours', 0)]])
+    h = b.grid_of(('consensus', 'colours'))
+    assert torch.allclose(b[('consensus', 'colours')], b._factors[h].solve(cons, *b.ridges[h]), rtol=1e-9, atol=1e-12)
+    b2 = zoo_bank(enc, 'own', grids, D, fams, consensus=False, nulls=False, ridge_grid=floored_ridge_grid(1e-2),
+                  cache=tiny['cache'])
+    assert set(b2.sources) == set(fams) and all(r >= 1e-2 for v in b2.ridges.values() for r in v)
+    with pytest.raises(KeyError, match='no descriptor for'): zoo_bank(enc, 'own', grids, D, fams, seeds=(0, 2))
+    with pytest.raises(ValueError, match='seed 0 comes first'): zoo_bank(enc, 'own', grids, D, fams, seeds=(1, 0))
+    with pytest.raises(ValueError, match='not among the families'): zoo_bank(enc, 'nobody', grids, D, fams)
+
+
+def test_weight_space_sum():
+    import copy
+    base = family_encoder('vit_w96')
+    fts = []
+    for i in range(2):
+        ft = copy.deepcopy(base)
+        with torch.no_grad():
+            for p in ft.model.visual.parameters(): p.add_(0.01 * (i + 1) * torch.randn_like(p))
+        fts.append(ft)
+    x = world.load_task('colours', 'test', 6).images
+    assert torch.allclose(weight_space_sum(base, fts, 0.0).encode_image(x), base.encode_image(x), atol=1e-6)
+    assert torch.allclose(weight_space_sum(base, fts[:1], 1.0).encode_image(x), fts[0].encode_image(x), atol=1e-4)
+    ws = weight_space_sum(base, fts, [0.5, -1.0])
+    k = next(n for n, _ in base.model.visual.named_parameters())
+    sd, s0, s1, s2 = (m.model.state_dict() for m in (ws, base, *fts))
+    key = 'visual.' + k
+    assert torch.allclose(sd[key], s0[key] + 0.5 * (s1[key] - s0[key]) - (s2[key] - s0[key]), atol=1e-6)
+    assert base.weights_hash() != ws.weights_hash() and '+ws[' in ws.name
+    with pytest.raises(ValueError, match='coefficients'): weight_space_sum(base, fts, [1.0])
+    with pytest.raises(ValueError, match='not a fine-tune of this base'): weight_space_sum(base, [family_encoder('rn_w16')])
+
+
+def test_cell_rows_and_median_retention():
+    rows = [dict(source=s, task_a='a', task_b='b', alpha=al, gain_a=ga, gain_b=gb, control_gain=cg)
+            for al in (0.5, 1.0)
+            for s, ga, gb, cg in [('own', 0.2, 0.1, 0.0), ('x', 0.1, 0.05, -0.01), ('x@s1', 0.3, 0.15, -0.03),
+                                  ('null:x', 0.35, 0.0, 0.0), ('y', 0.1, -0.1, 0.0)]]
+    cr = cell_rows(rows, 'own', ['x', 'y'], {'x': ['x@s1']})
+    assert len(cr) == 4 and {(c['source'], c['alpha']) for c in cr} == {(s, a) for s in 'xy' for a in (0.5, 1.0)}
+    x = next(c for c in cr if c['source'] == 'x')
+    assert abs(x['gain_a'] - 0.2) < 1e-12 and abs(x['retention_a'] - 1.0) < 1e-12 and abs(x['retention_b'] - 1.0) < 1e-12
+    assert x['n_seeds'] == 2 and abs(x['control_gain'] + 0.02) < 1e-12 and x['both_gain'] and not x['beats_null']
+    y = next(c for c in cr if c['source'] == 'y')
+    assert not y['both_gain'] and y['beats_null'] is None and math.isnan(y['sd_a'])
+    med, n = median_retention(cr)
+    assert n == 8 and abs(med - 0.75) < 1e-12                     # values 1, 1, 0.5, -1 per α
+    assert math.isnan(median_retention(cr, min_own_gain=0.5)[0]) and median_retention(cr, min_own_gain=0.5)[1] == 0
+    with pytest.raises(ValueError, match='own source'): cell_rows(rows, 'nobody', ['x'])
+    with pytest.raises(ValueError, match='seed sources'): cell_rows(rows, 'own', ['x'], {'x': ['x@s9']})
+
+
+def test_sliders_alpha_per_task(tiny):
+    bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
+    sl = make_sliders(bank, sc, ['own'], tasks=['colours', 'counting'], alpha={'counting': 1.5}, widget=False)
+    assert sl.initial_state()['alphas'] == {'colours': 0.0, 'counting': 1.5}
+    rows, _ = sl.update(sl.initial_state())
+    assert [r['role'] for r in rows] == ['control', 'composed', 'control']
+    with pytest.raises(KeyError, match='no slider'): make_sliders(bank, sc, ['own'], tasks=['colours'], alpha={'shapes': 1.0})
