@@ -16,6 +16,7 @@ from open_clip.model import CLIP, CustomTextCLIP, CLIPVisionCfg, CLIPTextCfg
 import platonic_ta
 from . import world
 from .heads import image_features, last_layer
+from .report import _atomic_write_text
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
@@ -406,9 +407,7 @@ def save_artifact(path: Path, tensors: dict, meta: dict):
     os.replace(tmp, st)
     meta = dict(meta, sha256=_sha256(st), library_version=platonic_ta.__version__, torch_version=torch.__version__,
                 open_clip_version=open_clip.__version__)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix='.tmp')
-    with os.fdopen(fd, 'w') as fh: json.dump(meta, fh, indent=1, default=str)
-    os.replace(tmp, path.with_suffix('.json'))
+    _atomic_write_text(path.with_suffix('.json'), json.dumps(meta, indent=1, default=str))
 
 class ArtifactError(RuntimeError): "A zoo file is missing, truncated or corrupt."
 
