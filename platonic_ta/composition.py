@@ -252,6 +252,14 @@ class OperatorBank:
     def __contains__(self, key): return key in self._ops
     def __getitem__(self, key) -> torch.Tensor: return self._ops[self._norm(key)]
     def grid_of(self, key) -> str: return self._key_grid[self._norm(key)]
+    def factors(self, key) -> GridFactors:
+        "The target's cached SVD factors of the grid `key` was solved on (in memory after `build`/`add`, not after `load`)."
+        h = self.grid_of(key)
+        if h not in self._factors:
+            raise BankError(f"the bank holds no factors of grid {self.grids[h]['task']!r} in memory (a loaded bank?): "
+                            f"they need the target's features; rebuild with OperatorBank.build(target, grids, descriptors, "
+                            f"cache=cache), which reads them from the embedding cache")
+        return self._factors[h]
     @property
     def sources(self) -> list: return list(dict.fromkeys(s for s, _ in self._ops))
     @property

@@ -228,16 +228,6 @@ def task_residuals(descriptors: Mapping, task: str, families: Sequence | None = 
                 mean_dispersion=float(rho.mean()), idealised_cosine=float(idealised_cosine(float(rho.mean()))),
                 implied_dispersion=implied_dispersion(mc) if 0 < mc <= 1 else float('nan'))
 
-def _bank_factors(bank, key) -> GridFactors:
-    "The target's cached factors of the grid `key` was solved on (in memory after `OperatorBank.build`)."
-    h = bank.grid_of(key)
-    gf = getattr(bank, '_factors', {}).get(h)
-    if gf is None:
-        raise ValueError(f"the bank holds no factors of grid {bank.grids[h]['task']!r} in memory (a loaded bank?): the "
-                         f"shift field needs the target's features; build the bank with OperatorBank.build(target, "
-                         f"grids, descriptors, cache=cache), which reads them from the embedding cache")
-    return gf
-
 def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence | None = None, scorer=None,
                      strength: float = 1.0, min_own_gain: float = 1.0) -> list[dict]:
     """One row per source of `own`'s task: descriptor, operator and shift-field agreement with the target's own edit
@@ -249,7 +239,7 @@ def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence |
     srcs = [s for s, t in bank.keys() if t == task and s != tgt] if sources is None else list(sources)
     if not srcs: raise ValueError(f"no source other than {tgt!r} has an operator of task {task!r} in the bank")
     h = bank.grid_of(own)
-    gf = _bank_factors(bank, own)
+    gf = bank.factors(own)
     th_t = bank[own]
     U_t = _tensor(descriptors[own], f'descriptor {own!r}').to(torch.float64)
     if scorer is not None:

@@ -92,15 +92,15 @@ class FamilySpec:
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
-               dict(width=96, heads=3, layers=2), seed=1, about='open_clip ViT, patch 8, width 96, depth 4'),
+               dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1, about='open_clip ViT, patch 8, width 96, depth 4'),
     FamilySpec('vit_w128', 128, dict(layers=2, width=128, head_width=32, patch_size=16, image_size=64),
-               dict(width=64, heads=2, layers=2), image_size=64, seed=2, about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
+               dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2, about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
     FamilySpec('rn_w16', 64, dict(layers=(1, 1, 1, 1), width=16, image_size=32),
                dict(width=64, heads=2, layers=1), seed=3, about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
-               dict(width=96, heads=3, layers=1), seed=4, about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
+               dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
-               dict(width=64, heads=2, layers=2), loss='siglip', seed=5,
+               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32

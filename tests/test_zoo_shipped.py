@@ -17,7 +17,8 @@ def test_the_package_ships_a_complete_verified_zoo_of_todays_recipe():
     assert sum(p.stat().st_size for p in d.rglob('*') if p.is_file()) <= zoo.SHIP_LIMIT_MB * 1e6
     for f in z.families:
         zoo.load_artifact(zoo.base_path(d, f))                       # sha256 checked
-        for t in z.tasks: zoo.load_artifact(zoo.ft_path(d, f, t))
+        for t in z.tasks:
+            for seed in manifest['seeds']: zoo.load_artifact(zoo.ft_path(d, f, t, seed))   # every seed the manifest names
 
 def _rel_err(a: dict, b: dict) -> float:
     assert set(a) == set(b)
