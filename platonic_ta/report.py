@@ -8,7 +8,8 @@ import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STAGES', 'BENCHES', 'repo_root', 'record_metrics', 'save_figure', 'write_report', 'run_stages', 'run_benches', 'main']
+__all__ = ['STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'write_report', 'run_stages',
+           'run_benches', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -44,19 +45,23 @@ def _check_metrics(metrics: dict) -> dict:
     return out
 
 # %% ../nbs/90_report.ipynb #60bf43d2
+def read_metrics(report_dir: str | Path | None) -> dict:
+    "The figures recorded in `report_dir/metrics.json` so far ({} when there is no folder or no file yet)."
+    if report_dir is None: return {}
+    path = Path(report_dir) / 'metrics.json'
+    if not path.exists(): return {}
+    try: return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e}); move it aside and rerun the stage notebooks") from e
+
 def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:
     "Print `metrics` and, when `report_dir` is given, merge them into `report_dir/metrics.json`."
     metrics = _check_metrics(metrics)
     for k, v in metrics.items(): print(f'{k:<48} {v:.6g}')
     if report_dir is None: return metrics
-    path = Path(report_dir) / 'metrics.json'
-    old = {}
-    if path.exists():
-        try: old = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON ({e}); move it aside and rerun the stage notebooks") from e
+    old = read_metrics(report_dir)   # a corrupt file stops here: it is never overwritten with only this stage's figures
     old.update(metrics)
-    _atomic_write_text(path, json.dumps(dict(sorted(old.items())), indent=1))
+    _atomic_write_text(Path(report_dir) / 'metrics.json', json.dumps(dict(sorted(old.items())), indent=1))
     return metrics
 
 # %% ../nbs/90_report.ipynb #f514e249
@@ -72,8 +77,7 @@ def save_figure(fig, name: str, report_dir: str | Path | None = None):
 def write_report(report_dir: str | Path) -> Path:
     "Write `report_dir/index.md`: a table of every recorded metric, then every figure grouped by stage."
     report_dir = Path(report_dir)
-    mpath = report_dir / 'metrics.json'
-    metrics = json.loads(mpath.read_text()) if mpath.exists() else {}
+    metrics = read_metrics(report_dir)
     lines = ['# platonic-ta report', '',
              f'Generated {time.strftime("%Y-%m-%d %H:%M:%S")} by `platonic-ta report`. '
              'Every number below was written by a stage notebook run (see `_runs/*.ipynb`).', '',
