@@ -17,6 +17,7 @@ from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features)
 from .heads import last_layer
+from .report import read_metrics
 from . import world
 
 # %% auto #0
@@ -24,7 +25,7 @@ __all__ = ['ROUTES', 'BankError', 'TargetMismatchError', 'route_of', 'class_text
            'consensus_descriptor', 'shuffled_descriptor', 'certificate', 'certify_edit', 'certificate_rows',
            'rows_table', 'addition_sweep', 'retention_rows', 'negation_sweep', 'multitask_scaling', 'rows_html',
            'bars_html', 'Sliders', 'make_sliders', 'source_key', 'null_key', 'zoo_seeds_present', 'heldout_split',
-           'floored_ridge_grid', 'zoo_bank', 'weight_space_sum', 'cell_rows', 'median_retention']
+           'floored_ridge_grid', 'resolve_ridge_floor', 'zoo_bank', 'weight_space_sum', 'cell_rows', 'median_retention']
 
 # %% ../nbs/04_composition.ipynb #d1b15d0d
 ROUTES = ('embedding', 'head')
@@ -895,6 +896,18 @@ def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_deca
     grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
     if floor <= lo: return tuple(grid)
     return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
+
+def resolve_ridge_floor(ridge_floor, report_dir=None) -> float:
+    "A ridge floor: `ridge_floor` itself, or for `'composition'` the floor this stage chose and recorded in `report_dir`."
+    if ridge_floor == 'composition':
+        m = read_metrics(report_dir)
+        if 'composition.ridge_floor' not in m:
+            raise ValueError(f"ridge_floor='composition' needs composition.ridge_floor in {report_dir}/metrics.json: run "
+                             "04_composition with the same report_dir first, or pass a number (0 for no floor)")
+        return float(m['composition.ridge_floor'])
+    if isinstance(ridge_floor, str) or not math.isfinite(float(ridge_floor)) or float(ridge_floor) < 0:
+        raise ValueError(f"ridge_floor must be a number >= 0 or 'composition', got {ridge_floor!r}")
+    return float(ridge_floor)
 
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
              consensus: bool = True, nulls: bool = True, ridges='auto', ridge_grid=None,

@@ -99,7 +99,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
     '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, adapter_steps_zoo=150, adapter_batch_zoo=64,
-                             adapter_lr_zoo=1e-2),
+                             adapter_lr_zoo=1e-2, ridge_floor='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition'),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures

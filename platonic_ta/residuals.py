@@ -13,13 +13,12 @@ import torch
 
 from .descriptors import Descriptor, GridMismatchError, descriptor_cosine
 from .factorization import GridFactors, _as_tensor, _check_finite
-from .report import read_metrics
 
 # %% auto #0
 __all__ = ['AGREEMENTS', 'PAPER', 'shared_component', 'residuals', 'dispersion', 'pairwise_cosines', 'mean_offdiag',
            'idealised_cosine', 'implied_dispersion', 'operator_agreement', 'shift_field', 'shift_field_agreement',
            'amplification', 'forfeited_gain', 'pearson', 'task_residuals', 'edit_diagnostics', 'task_summary',
-           'agreement_correlations', 'resolve_ridge_floor']
+           'agreement_correlations']
 
 # %% ../nbs/06_residuals.ipynb #34a35335
 def _tensor(x, name: str) -> torch.Tensor:
@@ -296,19 +295,6 @@ def agreement_correlations(summary: Mapping) -> dict:
         out[a] = float(pearson(x, y)) if ok else float('nan')
     out['n_tasks'] = len(tasks)
     return out
-
-# %% ../nbs/06_residuals.ipynb #81552b4a
-def resolve_ridge_floor(ridge_floor, report_dir=None) -> float:
-    "A relative ridge floor: `ridge_floor` itself, or for `'composition'` the `composition.ridge_floor` 04 recorded in `report_dir`."
-    if ridge_floor == 'composition':
-        m = read_metrics(report_dir)
-        if 'composition.ridge_floor' not in m:
-            raise ValueError(f"ridge_floor='composition' needs composition.ridge_floor in {report_dir}/metrics.json: run "
-                             "04_composition with the same report_dir first, or pass a number (0 for no floor)")
-        return float(m['composition.ridge_floor'])
-    if isinstance(ridge_floor, str) or not math.isfinite(float(ridge_floor)) or float(ridge_floor) < 0:
-        raise ValueError(f"ridge_floor must be a number >= 0 or 'composition', got {ridge_floor!r}")
-    return float(ridge_floor)
 
 # %% ../nbs/06_residuals.ipynb #9e5c07bb
 PAPER = dict(mean_dispersion=0.99, family_dispersion_min=0.77, family_dispersion_max=1.27, mean_pairwise_cosine=0.473,

@@ -19,7 +19,7 @@ from .heads import image_features, last_layer
 from .report import _atomic_write_text
 
 # %% auto #0
-__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
+__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec', 'finetune_recipe',
            'create_family_model', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'RowBlockLoRA',
            'qv_sites', 'add_qv_lora', 'merge_lora', 'lora_tensors', 'load_lora', 'class_embeddings', 'finetune',
            'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
@@ -89,6 +89,7 @@ class FamilySpec:
     lr: float = 3e-3             # peak learning rate (AdamW, warmup then cosine)
     seed: int = 0                # data sample and init seed
     about: str = ''
+    finetune: dict = field(default_factory=dict)   # this family's overrides of FINETUNE for its source fine-tunes
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
@@ -100,7 +101,7 @@ FAMILIES = {f.name: f for f in [
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
                dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
-               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
+               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5, finetune=dict(lr=1.5e-3),
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
@@ -111,6 +112,11 @@ def _family(name) -> FamilySpec:
     if isinstance(name, FamilySpec): return name
     if name not in FAMILIES: raise KeyError(f'unknown family {name!r}; zoo families are {list(FAMILIES)}')
     return FAMILIES[name]
+
+def finetune_recipe(family) -> dict:
+    "The source fine-tune settings of a zoo family (FINETUNE with the family's overrides); FINETUNE for any other model."
+    f = family if isinstance(family, FamilySpec) else FAMILIES.get(family)
+    return {**FINETUNE, **(f.finetune if f else {})}
 
 def create_family_model(family, seed: int | None = None) -> nn.Module:
     "A freshly initialised open_clip model for a zoo family (CLIP, or CustomTextCLIP with a logit bias for sigmoid loss)."
@@ -336,7 +342,7 @@ def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> tor
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, **overrides) -> tuple:
     "LoRA fine-tune of the image tower on a task's training split; returns (merged encoder, LoRA tensors, losses)."
-    cfg = {**FINETUNE, **overrides, **({} if steps is None else {'steps': steps})}
+    cfg = {**finetune_recipe(base.name), **overrides, **({} if steps is None else {'steps': steps})}
     data = world.load_task(task, 'train', n_train)
     T = class_embeddings(base, data.classnames, data.templates)
     enc = copy.deepcopy(base)
@@ -499,17 +505,17 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
                           seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
                           command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
         base = load_base(f.name, zoo)
+        cfg = {**finetune_recipe(f), **({} if finetune_steps is None else {'steps': finetune_steps})}
         for task in tasks:
             for seed in seeds:
                 fp = ft_path(zoo, f.name, task, seed)
                 got = _try_load(fp)
-                if got and finetune_steps is not None and got[1]['finetune']['steps'] != finetune_steps:
-                    raise ValueError(f'{fp} was built with {got[1]["finetune"]["steps"]} steps, not {finetune_steps}: '
-                                     'use another zoo folder')
+                if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg)):
+                    raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
+                                     '(zoo=...) rather than overwrite it')
                 if got: continue
                 t0 = time.time()
-                _, tensors, losses = finetune(base, task, finetune_steps, seed, progress=progress)
-                cfg = {**FINETUNE, **({} if finetune_steps is None else {'steps': finetune_steps})}
+                _, tensors, losses = finetune(base, task, seed=seed, progress=progress, **cfg)
                 save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg,
                                                 seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
                                                 base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256']))
@@ -518,6 +524,11 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
 # %% ../nbs/01_zoo.ipynb #134e6198
 MICRO = dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['textures', 'digits', 'arrows'],
              pretrain_steps=60, finetune_steps=30)
+
+def _micro_recipe_id() -> str:
+    "8 hex digits naming the micro zoo's recipe (MICRO, its families' specs and fine-tune settings)."
+    rec = dict(MICRO, specs=[asdict(FAMILIES[f]) for f in MICRO['families']], finetune=FINETUNE)
+    return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 @dataclass
 class Zoo:
@@ -536,20 +547,28 @@ def _scan(path: Path) -> Zoo:
     seeds = sorted({int(p.stem.rsplit('_s', 1)[1]) for f in fams for p in (path / f / 'ft').glob('*.json')})
     return Zoo(path, fams, tasks, seeds or [0])
 
+def _recipe_diff(got: dict, want: dict, skip=()) -> str:
+    "'key: old -> new' for every setting that differs (JSON round trip first, so 8 and 8.0 agree), '' when none does."
+    got, want = (json.loads(json.dumps(x, default=str)) for x in (got, want))
+    return ', '.join(f'{k}: {got.get(k)!r} -> {want.get(k)!r}' for k in sorted(set(got) | set(want))
+                     if k not in skip and got.get(k) != want.get(k))
+
 def stale_families(path: Path) -> dict:
-    "{family: why} for the families in a zoo folder whose recorded recipe (FamilySpec, steps) is not today's."
+    "{family: why} for the families in a zoo folder whose recorded recipe (pretraining spec, fine-tune settings) is not today's."
     out = {}
     for fam in _scan(Path(path)).families:
         spec = json.loads(base_path(path, fam).with_suffix('.json').read_text()).get('spec', {})
-        want = json.loads(json.dumps(asdict(FAMILIES[fam]), default=str))
-        diff = [f'{k}: {spec.get(k)!r} -> {want.get(k)!r}' for k in sorted(set(want) | set(spec)) if want.get(k) != spec.get(k)]
-        if diff: out[fam] = 'built with other settings (' + ', '.join(diff[:3]) + ')'
+        if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
+            out[fam] = f'built with other settings ({diff})'; continue
+        for p in sorted((Path(path) / fam / 'ft').glob('*.json')):
+            if diff := _recipe_diff(json.loads(p.read_text()).get('finetune', {}), finetune_recipe(fam)):
+                out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
     return out
 
 def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
     "The micro zoo (built on demand), the full embedded zoo (built, else shipped), or a zoo folder."
     if kind == 'micro':
-        path = cache_root() / 'zoo-micro'
+        path = cache_root() / f'zoo-micro-{_micro_recipe_id()}'   # a recipe change builds a new micro zoo, never mixes
         if build: build_zoo(MICRO['families'], MICRO['tasks'], zoo=path, pretrain_steps=MICRO['pretrain_steps'],
                             finetune_steps=MICRO['finetune_steps'], workers=workers, progress=progress)
         return Zoo(path, list(MICRO['families']), list(MICRO['tasks']))

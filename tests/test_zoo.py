@@ -48,6 +48,21 @@ def test_build_resume_and_corrupt_file_is_rebuilt_not_used(tmp_path):
     base = zoo.load_base('rn_w16', tmp_path)
     assert ft.weights_hash() != base.weights_hash()
 
+def test_fine_tune_of_another_recipe_is_named_not_overwritten(tmp_path):
+    kw = dict(zoo=tmp_path, pretrain_steps=2, progress=False)
+    zoo.build_zoo(['rn_w16'], ['digits'], finetune_steps=2, **kw)
+    fp = zoo.ft_path(tmp_path, 'rn_w16', 'digits')
+    before = fp.with_suffix('.safetensors').read_bytes()
+    with pytest.raises(ValueError, match=r'other settings \(steps: 2 -> 3\)'):
+        zoo.build_zoo(['rn_w16'], ['digits'], finetune_steps=3, **kw)
+    assert fp.with_suffix('.safetensors').read_bytes() == before     # the saved fine-tune is kept as it was
+
+def test_family_fine_tune_recipe_reaches_the_artefact(tmp_path):
+    zoo.build_zoo(['siglip_map'], ['arrows'], zoo=tmp_path, pretrain_steps=2, finetune_steps=2, progress=False)
+    meta = json.loads(zoo.ft_path(tmp_path, 'siglip_map', 'arrows').with_suffix('.json').read_text())
+    assert meta['finetune'] == dict(zoo.FINETUNE, **zoo.FAMILIES['siglip_map'].finetune, steps=2)
+    assert meta['finetune']['lr'] != zoo.FINETUNE['lr']
+
 def test_pretraining_is_deterministic_under_a_seed():
     a, la = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
     b, lb = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
