@@ -926,11 +926,14 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     others = [f for f in families if f != family]
     if consensus and others:
         more.update({('consensus', t): consensus_descriptor([descriptors[(f, t, 0)] for f in others]) for t in tasks})
-    if nulls:
+    if nulls:   # one null per source the cells average: every seed of every family, and the consensus
         for src in families + (['consensus'] if consensus and others else []):
             for t in tasks:
                 D = more[('consensus', t)] if src == 'consensus' else descriptors[(src, t, 0)]
                 more[(null_key(src), t)] = shuffled_descriptor(D, null_seed)
+        for f in families:
+            for s in seeds[1:]:
+                for t in tasks: more[(null_key(source_key(f, s)), t)] = shuffled_descriptor(descriptors[(f, t, s)], null_seed)
     if more: bank.add(more)
     return bank
 
@@ -975,7 +978,9 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
         miss = [x for x in seeds if (x, a, b, al) not in by]
         if miss: raise ValueError(f"no rows of seed sources {miss} for {a}+{b} at α={al}: include them in the sweep")
         sr = [by[(x, a, b, al)] for x in seeds]
-        null = by.get((null_of(s), a, b, al))
+        # the null at the precision of the transfer: the mean over the same seeds' nulls, where they were swept
+        nr = [by[(null_of(x), a, b, al)] for x in seeds if (null_of(x), a, b, al) in by]
+        null = None if (null_of(s), a, b, al) not in by else {k: _mean(x[k] for x in nr) for k in ('gain_a', 'gain_b', 'control_gain')}
         ga, gb = _mean(x['gain_a'] for x in sr), _mean(x['gain_b'] for x in sr)
         ret = lambda x, y: x / y if y > 0 else float('nan')
         nan = float('nan')
@@ -987,6 +992,7 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
                         null_control_gain=null['control_gain'] if null else nan,
                         retention_a=ret(ga, own['gain_a']), retention_b=ret(gb, own['gain_b']),
                         both_gain=bool(ga > 0 and gb > 0),
+                        n_null_seeds=len(nr) if null else 0,
                         beats_null=None if null is None else bool(ga + gb > null['gain_a'] + null['gain_b'])))
     return out
 
