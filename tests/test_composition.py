@@ -353,7 +353,8 @@ def test_zoo_bank_sources_ridges_and_errors(tiny):
     D = {(f, t, s): (descs[(f, t)].U if isinstance(descs[(f, t)], Descriptor) else descs[(f, t)]) * (1 + 0.1 * s)
          for f in fams for t in TASKS for s in (0, 1)}
     b = zoo_bank(enc, 'own', grids, D, fams, seeds=(0, 1), cache=tiny['cache'])
-    want = set(fams) | {f'{f}@s1' for f in fams} | {'consensus'} | {f'null:{x}' for x in fams + ['consensus']}
+    want = (set(fams) | {f'{f}@s1' for f in fams} | {'consensus'} | {f'null:{x}' for x in fams + ['consensus']}
+            | {f'null:{f}@s1' for f in fams})                  # every seed has its own null
     assert set(b.sources) == want and set(b.tasks) == set(TASKS)
     ref = OperatorBank.build(enc, grids, {(f, t): D[(f, t, 0)] for f in fams for t in TASKS}, cache=tiny['cache'])
     assert b.ridges == ref.ridges                             # ridges chosen on the seed-0 descriptors only
@@ -361,6 +362,9 @@ def test_zoo_bank_sources_ridges_and_errors(tiny):
     cons = consensus_descriptor([D[('rn_w16', 'colours', 0)], D[('timm_avg', 'colours', 0)]])
     h = b.grid_of(('consensus', 'colours'))
     assert torch.allclose(b[('consensus', 'colours')], b._factors[h].solve(cons, *b.ridges[h]), rtol=1e-9, atol=1e-12)
+    null_s1 = shuffled_descriptor(D[('rn_w16', 'colours', 1)], 0)   # the seed's own descriptor, same permutation
+    assert torch.allclose(b[('null:rn_w16@s1', 'colours')], b._factors[h].solve(null_s1, *b.ridges[h]), rtol=1e-9, atol=1e-12)
+    assert not torch.allclose(b[('null:rn_w16@s1', 'colours')], b[('null:rn_w16', 'colours')])
     b2 = zoo_bank(enc, 'own', grids, D, fams, consensus=False, nulls=False, ridge_grid=floored_ridge_grid(1e-2),
                   cache=tiny['cache'])
     assert set(b2.sources) == set(fams) and all(r >= 1e-2 for v in b2.ridges.values() for r in v)
