@@ -1,0 +1,66 @@
+"""Diagnose what limits a zoo family (dev tool). Every figure in session 4's note on #3 comes from one of these.
+
+Usage: .venv/bin/python tools/diagnose_family.py WHAT FAMILY [ZOO] [JSON]
+  features   probe on the tower's pre-projection features u against the embedding z, and a random-init tower's
+  unshifted  zero-shot and probe on the hard tasks as shipped, then rendered without their domain shift ('photo')
+  finetune   seed-0 fine-tunes of every task with FINETUNE overrides JSON (e.g. '{"lr": 0.0015}'): mean gain, control cost
+ZOO defaults to the shipped zoo. Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread."""
+import sys, json, torch, torch.nn.functional as F
+from sklearn.linear_model import LogisticRegression
+from platonic_ta import world
+from platonic_ta.zoo import (load_base, family_encoder, create_family_model, finetune, predict, class_embeddings,
+                             zero_shot_accuracy, linear_probe_accuracy, shipped_zoo_dir)
+
+HARD = ['layout', 'arrows', 'glyphs', 'digits', 'textures']
+
+def _probe(Xtr, ytr, Xte, yte, C=10.0):
+    "Logistic regression on standardised features (u and z have different scales)."
+    m, s = Xtr.mean(0), Xtr.std(0) + 1e-6
+    return LogisticRegression(C=C, max_iter=1000).fit((Xtr - m) / s, ytr).score((Xte - m) / s, yte)
+
+def features(fam, zoo):
+    enc, rnd = load_base(fam, zoo), family_encoder(fam, create_family_model(fam))
+    for t in world.list_tasks():
+        tr, te = world.load_task(t, 'train', 1000), world.load_task(t, 'test', 500)
+        out = []
+        for e in (enc, rnd):
+            with torch.no_grad(): (utr, ztr), (ute, zte) = e.features(tr.images), e.features(te.images)
+            out += [_probe(F.normalize(ztr.float(), dim=-1).numpy(), tr.labels, F.normalize(zte.float(), dim=-1).numpy(), te.labels),
+                    _probe(utr.float().numpy(), tr.labels, ute.float().numpy(), te.labels)]
+        print(f'{t:<10} z {out[0]:.3f} u {out[1]:.3f} | random-init z {out[2]:.3f} u {out[3]:.3f}  (u dim {utr.shape[1]})', flush=True)
+
+def unshifted(fam, zoo):
+    enc = load_base(fam, zoo)
+    def run(tag):
+        for t in HARD:
+            world._render_task.cache_clear()
+            tr, te = world.load_task(t, 'train', 1000), world.load_task(t, 'test', 500)
+            print(f'{fam} {tag:<8} {t:<9} zs {zero_shot_accuracy(enc, te):.3f} probe {linear_probe_accuracy(enc, tr, te):.3f}', flush=True)
+    run('shifted')
+    style = world._style
+    world._style = lambda rng, main, p: (rng.random(), 'photo')[1]   # the same random draws, always the photo domain
+    try: run('photo')
+    finally: world._style = style; world._render_task.cache_clear()
+
+def finetunes(fam, zoo, overrides):
+    enc = load_base(fam, zoo)
+    acc = lambda e, d: (predict(e, d.images, class_embeddings(enc, d.classnames, d.templates)) == d.labels).float().mean().item()
+    ctrl = {c: world.load_task(c, 'test', 1000) for c in world.list_tasks(controls=True)}
+    base_c = {c: acc(enc, d) for c, d in ctrl.items()}
+    gains, costs = [], []
+    for t in world.list_tasks(controls=False):
+        te = world.load_task(t, 'test', 1000)
+        ft, _, _ = finetune(enc, t, progress=False, **overrides)
+        gains.append(100 * (acc(ft, te) - acc(enc, te)))
+        costs.append(100 * sum(base_c[k] - acc(ft, d) for k, d in ctrl.items()) / len(ctrl))
+        print(f'{t:<9} gain {gains[-1]:5.1f} control cost {costs[-1]:5.1f}', flush=True)
+    print(f'{fam} {overrides}: mean gain {sum(gains) / len(gains):.2f}, mean control cost {sum(costs) / len(costs):.2f}')
+
+if __name__ == '__main__':
+    torch.set_num_threads(1)
+    what, fam = sys.argv[1], sys.argv[2]
+    zoo = sys.argv[3] if len(sys.argv) > 3 else shipped_zoo_dir()
+    if what == 'features': features(fam, zoo)
+    elif what == 'unshifted': unshifted(fam, zoo)
+    elif what == 'finetune': finetunes(fam, zoo, json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
+    else: sys.exit(f'unknown WHAT {what!r}: features, unshifted or finetune')
