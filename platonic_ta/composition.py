@@ -926,14 +926,9 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     others = [f for f in families if f != family]
     if consensus and others:
         more.update({('consensus', t): consensus_descriptor([descriptors[(f, t, 0)] for f in others]) for t in tasks})
-    if nulls:   # one null per source the cells average: every seed of every family, and the consensus
-        for src in families + (['consensus'] if consensus and others else []):
-            for t in tasks:
-                D = more[('consensus', t)] if src == 'consensus' else descriptors[(src, t, 0)]
-                more[(null_key(src), t)] = shuffled_descriptor(D, null_seed)
-        for f in families:
-            for s in seeds[1:]:
-                for t in tasks: more[(null_key(source_key(f, s)), t)] = shuffled_descriptor(descriptors[(f, t, s)], null_seed)
+    if nulls:   # every source a cell averages gets its own null: each family's seed 0, its other seeds, the consensus
+        real = {**{(f, t): descriptors[(f, t, 0)] for f in families for t in tasks}, **more}
+        more.update({(null_key(src), t): shuffled_descriptor(D, null_seed) for (src, t), D in real.items()})
     if more: bank.add(more)
     return bank
 
