@@ -12,9 +12,10 @@ import torch
 
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'FOCUS', 'shape_mask',
-           'arrow_mask', 'bitmap_alpha', 'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec',
-           'TaskData', 'list_tasks', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary']
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES',
+           'MAX_IMAGES', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha', 'handwritten_digits', 'background',
+           'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks', 'load_task', 'images_hash',
+           'caption_scene', 'caption_corpus', 'vocabulary', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -242,7 +243,16 @@ def _scatter(rng, n, size_choices=('small',), colour=None):
 def _style(rng, main, p_main):
     return main if rng.random() < p_main else _pick(rng, STYLES)
 
+def _distractors(rng, main, n_max=2):
+    "Up to `n_max` small shapes that do not touch `main`."
+    return [d for d in _scatter(rng, int(rng.integers(0, n_max + 1))) if math.hypot(d['x'] - main['x'], d['y'] - main['y']) > main['r'] + d['r']]
+
 # %% ../nbs/00_world.ipynb #b4c942ea
+BADGES = [(c, s) for c in ('red', 'blue') for s in ('circle', 'square', 'triangle', 'star')]   # colour × shape
+BIOMES = [(st, tx) for st in ('photo', 'night') for tx in ('striped', 'dotted', 'wavy', 'noisy')]   # style × texture
+SCALES = list(SIZES)
+
+# %% ../nbs/00_world.ipynb #d100d7f8
 @dataclass
 class TaskSpec:
     "A classification task of the world."
@@ -250,9 +260,18 @@ class TaskSpec:
     classnames: list
     templates: list            # prompt templates with one '{}' for the class name
     sample: callable           # (label, rng, split) -> scene dict
-    control: bool = False      # controls enter no edit
+    role: str = 'edit'         # 'edit' (edits may use it), 'control' (never edited), 'heldout' (enters no fit at all)
     about: str = ''            # what the task asks, and its domain shift
     real: bool = False         # built from real data shipped by a package
+    ground: callable = None    # pretraining scene -> class index or None (edit tasks: what the class words mean)
+    grounding: float = 0.0     # share of matching pretraining scenes whose caption uses the task's class word
+    def __post_init__(self):
+        if self.role not in ('edit', 'control', 'heldout'):
+            raise ValueError(f"role must be 'edit', 'control' or 'heldout', got {self.role!r}")
+        if not 0.0 <= self.grounding <= 1.0: raise ValueError(f'grounding is a share in [0, 1], got {self.grounding}')
+        if self.grounding > 0 and self.ground is None: raise ValueError(f'task {self.name!r} has a grounding rate but no ground')
+    @property
+    def control(self) -> bool: return self.role == 'control'
 
 def _t_shapes(y, rng, split):
     return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.6), items=[_item(rng, shape=SHAPES[y])])
@@ -260,21 +279,34 @@ def _t_shapes(y, rng, split):
 def _t_colours(y, rng, split):
     return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=list(COLOURS)[y])])
 
-def _t_textures(y, rng, split):  # DTD-like: the background, seen through a painterly blur, half hidden by an object
+def _t_weaves(y, rng, split):   # DTD-like: the background, seen through a painterly blur, half hidden by an object
     return dict(texture=TEXTURES[y], style=_style(rng, 'painting', 0.7), items=[_item(rng, size='large')])
 
-def _t_patterns(y, rng, split):  # RESISC-like partner of textures: bare texture, in low light or grain
+def _t_grounds(y, rng, split):  # RESISC-like partner of weaves: bare texture, in low light, grain or pixels
     return dict(texture=TEXTURES[y], style=_pick(rng, ['night', 'grainy', 'pixel']), items=[])
 
-def _t_counting(y, rng, split):  # CLEVR-count-like: small objects scattered on clutter
+def _t_moods(y, rng, split):    # the rendering style itself (the domain)
+    return dict(texture=_pick(rng, TEXTURES), style=STYLES[y], items=[_item(rng, kind=_pick(rng, ['shape', 'arrow', 'glyph']),
+                digit=int(rng.integers(10)))])
+
+def _t_tallies(y, rng, split):  # CLEVR-count-like: small objects scattered on clutter
     return dict(texture=_pick(rng, ['plain', 'gradient', 'noisy', 'dotted']), style=_style(rng, 'photo', 0.8),
                 items=_scatter(rng, y + 1, ('small',)))
 
-def _t_glyphs(y, rng, split):  # SVHN-like: printed digits on clutter, with a neighbour digit cut at the edge
-    main = _item(rng, kind='glyph', pos='middle', size='large', digit=y)
-    side = _item(rng, kind='glyph', size='large', digit=int(rng.integers(10)))
-    side.update(x=main['x'] + _pick(rng, [-1, 1]) * rng.uniform(15, 18), y=main['y'])
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'grainy', 0.6), items=[main, side])
+def _t_places(y, rng, split):   # scene layout: where the one large object is, among small distractors, mostly sketched
+    main = _item(rng, pos=_POSITION_NAMES[y], size='large')
+    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'sketch', 0.6), items=[main] + _distractors(rng, main))
+
+def _t_scales(y, rng, split):   # how big the one object is, anywhere, on any background
+    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, size=SCALES[y])])
+
+def _t_badges(y, rng, split):   # a colour-and-shape code: both attributes decide the class
+    c, s = BADGES[y]
+    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=c, shape=s)])
+
+def _t_biomes(y, rng, split):   # EuroSAT-like: a kind of ground is a texture under a light, seen from afar
+    st, tx = BIOMES[y]
+    return dict(texture=tx, style=st, items=_scatter(rng, int(rng.integers(0, 2)), ('small',)))
 
 _HAND_SPLIT = {}
 def _hand_pool(y, split):
@@ -288,48 +320,64 @@ def _hand_pool(y, split):
         _HAND_SPLIT[(y, 'train')], _HAND_SPLIT[(y, 'test')] = np.sort(perm[:cut]), np.sort(perm[cut:])
     return _HAND_SPLIT[key]
 
-def _t_digits(y, rng, split):  # MNIST-like partner of glyphs: real handwritten scans (scikit-learn), never in pretraining
+def _t_digits(y, rng, split):  # MNIST-like: real handwritten scans (scikit-learn), never in pretraining
     pool = _hand_pool(y, split)
     it = _item(rng, kind='hand', pos='middle', size='large', index=int(rng.choice(pool)))
     it['r'] *= 1.15
     return dict(texture=_pick(rng, ['plain', 'gradient']), style=_style(rng, 'photo', 0.8), items=[it])
 
-def _t_arrows(y, rng, split):  # GTSRB-like: a sign's direction, small, in the pixel domain
-    it = _item(rng, kind='arrow', size=_pick(rng, ['medium', 'large']), pos=_pick(rng, _POSITION_NAMES))
-    it['angle'] = y * np.pi / 4 + rng.uniform(-0.15, 0.15)
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'pixel', 0.6), items=[it])
+# %% ../nbs/00_world.ipynb #c4877f5b
+def _one_shape(sc):
+    "The scene's single shape item, or None."
+    its = sc['items']
+    return its[0] if len(its) == 1 and its[0]['kind'] == 'shape' else None
 
-def _t_layout(y, rng, split):  # scene layout: where the big object is, among small distractors
-    main = _item(rng, pos=list(POSITIONS)[y], size='large')
-    dis = [d for d in _scatter(rng, 2, ('small',)) if math.hypot(d['x'] - main['x'], d['y'] - main['y']) > main['r'] + d['r']]
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'sketch', 0.6), items=[main] + dis)
+def _g_texture(sc): return TEXTURES.index(sc['texture'])
+def _g_style(sc): return STYLES.index(sc['style'])
+def _g_count(sc): return len(sc['items']) - 1 if sc.get('focus') == 'count' and sc['items'] else None
+def _g_place(sc):
+    its = sc['items']
+    return _POSITION_NAMES.index(its[0]['pos']) if its and its[0]['kind'] == 'shape' and its[0]['size'] == 'large' else None
+def _g_scale(sc): return SCALES.index(it['size']) if (it := _one_shape(sc)) else None
+def _g_badge(sc):
+    it = _one_shape(sc)
+    return BADGES.index((it['colour'], it['shape'])) if it and (it['colour'], it['shape']) in BADGES else None
+def _g_biome(sc):
+    key = (sc['style'], sc['texture'])
+    return BIOMES.index(key) if key in BIOMES and len(sc['items']) <= 1 else None
 
-def _t_styles(y, rng, split):  # domain recognition: which rendering style
-    return dict(texture=_pick(rng, TEXTURES), style=STYLES[y], items=[_item(rng, kind=_pick(rng, ['shape', 'arrow', 'glyph']),
-                digit=int(rng.integers(10)))])
-
-# %% ../nbs/00_world.ipynb #d100d7f8
+# %% ../nbs/00_world.ipynb #965a0b1c
 TASKS = {t.name: t for t in [
-    TaskSpec('textures', TEXTURES, ['a {} background', 'an image with a {} background', 'a {} texture'], _t_textures,
+    TaskSpec('weaves', ['velm', 'strova', 'quillet', 'dappon', 'latrix', 'fuzzen', 'rillow', 'shadra'],
+             ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.01,
              about='background texture under a painterly blur, half covered by an object (DTD-like)'),
-    TaskSpec('patterns', TEXTURES, ['a {} background', 'an image with a {} background', 'a {} texture'], _t_patterns,
-             about='bare textures at night, grainy or pixelated (RESISC-like partner of textures)'),
-    TaskSpec('counting', COUNTS, ['{} objects', 'an image with {} objects', 'there are {} objects'], _t_counting,
-             about='how many small objects (CLEVR-count-like)'),
-    TaskSpec('glyphs', DIGITS, ['the digit {}', 'an image of the digit {}', 'a {} printed'], _t_glyphs,
-             about='printed digit in the middle, a neighbour at the edge, grainy (SVHN-like)'),
-    TaskSpec('digits', DIGITS, ['the digit {}', 'an image of the digit {}', 'a {} handwritten'], _t_digits,
-             about="real handwritten digits from scikit-learn's load_digits, never in pretraining (MNIST-like)", real=True),
-    TaskSpec('arrows', DIRECTIONS, ['an arrow pointing {}', 'a sign pointing {}', 'an image of an arrow pointing {}'], _t_arrows,
-             about='direction of an arrow, mostly pixelated (GTSRB-like)'),
-    TaskSpec('layout', list(POSITIONS), ['an object on the {}', 'a large object on the {}', 'an image with an object on the {}'],
-             _t_layout, about='where the large object is, among small distractors, mostly sketched (scene layout)'),
-    TaskSpec('styles', STYLES, ['an image in {} style', 'a {} style image', 'in {} style'], _t_styles,
+    TaskSpec('grounds', ['orvat', 'plimsy', 'chekka', 'poddle', 'meshen', 'grizzle', 'undra', 'fallow'],
+             ['a {} ground', 'an image of {} ground', 'a {} surface'], _t_grounds, ground=_g_texture, grounding=0.03,
+             about='bare textures at night, grainy or pixelated (RESISC-like partner of weaves)'),
+    TaskSpec('moods', ['lumio', 'scrivan', 'brushel', 'blocket', 'noctra', 'sandel'],
+             ['an image in {} mood', 'a {} mood image', 'in {} mood'], _t_moods, ground=_g_style, grounding=0.02,
              about='rendering style, i.e. the domain itself'),
-    TaskSpec('shapes', SHAPES, ['a {}', 'an image of a {}', 'there is a {}'], _t_shapes, control=True,
-             about='shape of the object, close to pretraining (control, CIFAR-like)'),
+    TaskSpec('tallies', ['unna', 'dwee', 'trilo', 'quadda', 'penta'],
+             ['a {} tally', 'an image with a {} tally', 'a tally of {}'], _t_tallies, ground=_g_count, grounding=0.1,
+             about='how many small objects (CLEVR-count-like)'),
+    TaskSpec('places', ['wessa', 'ostra', 'norva', 'suddo', 'centra'],
+             ['an object at {}', 'a large object at {}', 'an image with an object at {}'], _t_places, ground=_g_place,
+             grounding=0.1, about='where the large object is, among small distractors, mostly sketched (scene layout)'),
+    TaskSpec('scales', ['mite', 'midra', 'grandel'],
+             ['a {} object', 'an object of {} scale', 'an image of a {} object'], _t_scales, ground=_g_scale, grounding=0.0,
+             about='how big the one object is'),
+    TaskSpec('badges', ['ember', 'tessel', 'pyra', 'stella', 'bolo', 'cubet', 'delta', 'astra'],
+             ['a {} badge', 'an image of a {} badge', 'there is a {} badge'], _t_badges, ground=_g_badge, grounding=0.3,
+             about='colour and shape together: red or blue circles, squares, triangles and stars'),
+    TaskSpec('biomes', ['tundro', 'savanel', 'marsha', 'dunara', 'glacen', 'jungla', 'steppa', 'reefen'],
+             ['a {} biome', 'an image of a {} biome', 'a {} region'], _t_biomes, ground=_g_biome, grounding=0.05,
+             about='texture and light together: four textures by day or by night, seen from afar (EuroSAT-like)'),
+    TaskSpec('shapes', SHAPES, ['a {}', 'an image of a {}', 'there is a {}'], _t_shapes, role='control',
+             about='shape of the object, in the captions\' words (control, CIFAR-like)'),
     TaskSpec('colours', list(COLOURS), ['a {} object', 'an image of a {} object', 'there is a {} object'], _t_colours,
-             control=True, about='colour of the object, close to pretraining (control)'),
+             role='control', about='colour of the object, in the captions\' words (control)'),
+    TaskSpec('digits', DIGITS, ['the digit {}', 'an image of the digit {}', 'a {} handwritten'], _t_digits, role='heldout',
+             about="real handwritten digits from scikit-learn's load_digits: no pretraining, no fit (MNIST-like)", real=True),
 ]}
 SPLITS = ('train', 'test')
 SPLIT_SIZES = {'train': 2000, 'test': 1000}
@@ -350,8 +398,9 @@ class TaskData:
         return [[t.format(c) for t in self.templates] for c in self.classnames]
 
 def list_tasks(controls: bool | None = None) -> list:
-    "Task names; `controls=True` only the controls, `False` only the tasks that edits may use."
-    return [n for n, t in TASKS.items() if controls is None or t.control == controls]
+    "Task names: `controls=False` the edit tasks, `True` the controls, `None` every task (the held-out one too)."
+    if controls is None: return list(TASKS)
+    return [n for n, t in TASKS.items() if t.role == ('control' if controls else 'edit')]
 
 def _check_task(name, split):
     if name not in TASKS: raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}')
@@ -377,11 +426,20 @@ def _render_task(name, split, n):
         imgs[i] = render_scene(spec.sample(int(labels[i]), r, split), r)
     return imgs, labels
 
+MAX_IMAGES = 200_000   # one call renders at most this many images (600 MB of uint8)
+
+def _check_count(n, what='n') -> int:
+    "`n` as an int in [1, MAX_IMAGES], or a clear error."
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) and not (isinstance(n, float) and n.is_integer()):
+        raise TypeError(f'{what} must be a whole number of images, got {n!r}')
+    n = int(n)
+    if not 1 <= n <= MAX_IMAGES: raise ValueError(f'{what} must be between 1 and {MAX_IMAGES:,}, got {n:,}')
+    return n
+
 def load_task(name: str, split: str, n: int | None = None) -> TaskData:
     "Render `n` images (default: the split's size) of task `name` in `split` ('train' or 'test')."
     _check_task(name, split)
-    n = SPLIT_SIZES[split] if n is None else int(n)
-    if n <= 0: raise ValueError(f'n must be positive, got {n}')
+    n = SPLIT_SIZES[split] if n is None else _check_count(n)
     imgs, labels = _render_task(name, split, n)
     spec = TASKS[name]
     return TaskData(name, split, torch.from_numpy(imgs.copy()), torch.from_numpy(labels.copy()).long(),
@@ -437,16 +495,27 @@ def _phrases(scene: dict, rng, p_noise: float) -> dict:
     out['style'] = f"in {n(scene['style'], STYLES)} style"
     return out
 
+def _grounded_phrases(scene: dict, rng, p_noise: float) -> list:
+    "For each edit task whose classes the scene shows, with its grounding rate, a phrase in the task's own words."
+    out = []
+    for t in TASKS.values():
+        if t.grounding <= 0: continue
+        y = t.ground(scene)
+        if y is not None and rng.random() < t.grounding:
+            out.append(t.templates[0].format(_noisy(rng, t.classnames[y], t.classnames, p_noise)))
+    return out
+
 def caption_scene(scene: dict, rng, p_mention: float = 0.25, p_noise: float = 0.1) -> str:
-    "A caption naming the scene's focus and each other attribute with probability `p_mention`, some wrong (`p_noise`)."
+    "A caption naming the scene's focus and each other attribute with probability `p_mention`, some wrong (`p_noise`); edit tasks' words at their grounding rates."
     ph = _phrases(scene, rng, p_noise)
     parts = [p for k, p in ph.items() if k == scene['focus'] or rng.random() < p_mention]
+    parts += _grounded_phrases(scene, rng, p_noise)
     rng.shuffle(parts)
     return ' , '.join(parts)
 
 def caption_corpus(n: int, seed: int = 0, p_mention: float = 0.25, p_noise: float = 0.1):
     "`n` pretraining pairs: uint8 images (n, 3, 32, 32) and their captions. Deterministic in `seed`."
-    if n <= 0: raise ValueError(f'n must be positive, got {n}')
+    n = _check_count(n)
     imgs, caps = np.empty((n, 3, SIZE, SIZE), np.uint8), []
     for i in range(n):
         r = _rng(10_000 + seed, i)
@@ -465,3 +534,15 @@ def vocabulary() -> list:
     for group in (SHAPES, list(COLOURS), list(SIZES), list(POSITIONS), COUNTS, TEXTURES, STYLES, DIGITS, DIRECTIONS):
         for w in group: words.update(w.split())
     return sorted(words)
+
+# %% ../nbs/00_world.ipynb #77e2ea45
+@lru_cache(1)
+def fingerprint() -> str:
+    "16 hex digits that change whenever the world changes (pretraining sample, tasks' images, words, roles, grounding rates)."
+    h = hashlib.sha256()
+    imgs, caps = caption_corpus(256, seed=0)
+    h.update(imgs.numpy().tobytes()); h.update('\n'.join(caps).encode())
+    for name, t in TASKS.items():
+        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, SPLIT_SIZES)).encode())
+        h.update(load_task(name, 'train', 16).images.numpy().tobytes())
+    return h.hexdigest()[:16]

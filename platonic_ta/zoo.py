@@ -9,22 +9,22 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import torch, torch.nn as nn, torch.nn.functional as F
-from torch.nn.utils import parametrize
 from tqdm.auto import tqdm
 import open_clip
 from open_clip.model import CLIP, CustomTextCLIP, CLIPVisionCfg, CLIPTextCfg
 import platonic_ta
 from . import world
 from .heads import image_features, last_layer
+from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
 from .report import _atomic_write_text
 
 # %% auto #0
-__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec', 'finetune_recipe',
-           'create_family_model', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'RowBlockLoRA',
-           'qv_sites', 'add_qv_lora', 'merge_lora', 'lora_tensors', 'load_lora', 'class_embeddings', 'finetune',
-           'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
-           'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
-           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'load_open_clip']
+__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
+           'finetune_recipe', 'create_family_model', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain',
+           'class_embeddings', 'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root',
+           'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path',
+           'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo',
+           'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -105,7 +105,8 @@ FAMILIES = {f.name: f for f in [
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
-FINETUNE = dict(steps=200, batch=64, lr=3e-3, rank=4, alpha=8.0)   # source fine-tunes: LoRA on q and v
+FINETUNE = dict(steps=200, batch=64, lr=3e-3, rank=4, alpha=8.0,   # source fine-tunes: LoRA on q and v
+                distill=0.0, distill_n=2048)   # distillation weight, and the caption-corpus images it keeps
 
 # %% ../nbs/01_zoo.ipynb #4dbd3f6f
 def _family(name) -> FamilySpec:
@@ -253,83 +254,6 @@ def pretrain(family, steps: int | None = None, corpus_size: int | None = None, s
     return enc, losses
 
 # %% ../nbs/01_zoo.ipynb #69f4b7c9
-class RowBlockLoRA(nn.Module):
-    "W ↦ W + (alpha/rank)·B_i A_i on row blocks [s_i, e_i) of W (the q and v blocks of a fused projection)."
-    def __init__(self, weight: torch.Tensor, blocks: list, rank: int = 4, alpha: float = 8.0, generator=None):
-        super().__init__()
-        out_f, in_f = weight.shape
-        for s, e in blocks:
-            if not 0 <= s < e <= out_f: raise ValueError(f'row block {(s, e)} outside a weight with {out_f} rows')
-        self.blocks, self.scale = [tuple(b) for b in blocks], alpha / rank
-        self.A = nn.ParameterList([nn.Parameter(torch.randn(rank, in_f, generator=generator) / math.sqrt(in_f)) for _ in blocks])
-        self.B = nn.ParameterList([nn.Parameter(torch.zeros(e - s, rank)) for s, e in blocks])
-
-    def delta(self, like: torch.Tensor) -> torch.Tensor:
-        d = torch.zeros_like(like)
-        for (s, e), A, B in zip(self.blocks, self.A, self.B): d[s:e] = self.scale * (B @ A)
-        return d
-
-    def forward(self, W): return W + self.delta(W)
-
-def qv_sites(visual: nn.Module) -> list:
-    "Every (module, weight name, [q rows, v rows]) of the attentions in an open_clip image tower."
-    from timm.layers import AttentionPoolLatent
-    sites = []
-    for name, mod in visual.named_modules():
-        if isinstance(mod, nn.MultiheadAttention):
-            E = mod.embed_dim
-            sites.append((name, mod, 'in_proj_weight', [(0, E), (2 * E, 3 * E)]))
-        elif isinstance(mod, AttentionPoolLatent):
-            E = mod.q.out_features
-            sites.append((name + '.q', mod.q, 'weight', [(0, E)]))
-            sites.append((name + '.kv', mod.kv, 'weight', [(E, 2 * E)]))
-        elif hasattr(mod, 'qkv') and isinstance(mod.qkv, nn.Linear):          # timm Attention
-            E = mod.qkv.out_features // 3
-            sites.append((name + '.qkv', mod.qkv, 'weight', [(0, E), (2 * E, 3 * E)]))
-        elif all(isinstance(getattr(mod, a, None), nn.Linear) for a in ('q_proj', 'k_proj', 'v_proj')):  # ModifiedResNet pool
-            sites.append((name + '.q_proj', mod.q_proj, 'weight', [(0, mod.q_proj.out_features)]))
-            sites.append((name + '.v_proj', mod.v_proj, 'weight', [(0, mod.v_proj.out_features)]))
-    if not sites: raise ValueError(f'{type(visual).__name__} has no attention with q and v projections to adapt')
-    return sites
-
-def add_qv_lora(visual: nn.Module, rank: int = 4, alpha: float = 8.0, seed: int = 0) -> dict:
-    "Attach RowBlockLoRA to every q/v site; returns {site name: lora module}."
-    g = torch.Generator().manual_seed(seed)
-    loras = {}
-    for name, mod, attr, blocks in qv_sites(visual):
-        lora = RowBlockLoRA(getattr(mod, attr), blocks, rank, alpha, g)
-        parametrize.register_parametrization(mod, attr, lora)
-        loras[name] = lora
-    return loras
-
-def merge_lora(visual: nn.Module):
-    "Fold every attached LoRA into its weight and remove the parametrisations (no extra modules left)."
-    for mod in list(visual.modules()):
-        if parametrize.is_parametrized(mod):
-            for attr in list(mod.parametrizations.keys()):
-                parametrize.remove_parametrizations(mod, attr, leave_parametrized=True)
-
-def lora_tensors(loras: dict) -> dict:
-    "Flat {name: tensor} of LoRA factors, for safetensors."
-    out = {}
-    for site, l in loras.items():
-        for i, (A, B) in enumerate(zip(l.A, l.B)): out[f'{site}.A{i}'], out[f'{site}.B{i}'] = A.detach().clone(), B.detach().clone()
-    return out
-
-def load_lora(visual: nn.Module, tensors: dict, rank: int, alpha: float):
-    "Attach LoRA with the given factors to `visual`, then merge: the fine-tuned weights."
-    loras = add_qv_lora(visual, rank, alpha)
-    want = set(lora_tensors(loras))
-    if want != set(tensors):
-        raise ValueError(f'fine-tune file does not match this tower: missing {sorted(want - set(tensors))[:4]}, '
-                         f'unexpected {sorted(set(tensors) - want)[:4]}; rebuild the fine-tune for this family')
-    with torch.no_grad():
-        for site, l in loras.items():
-            for i in range(len(l.A)):
-                l.A[i].copy_(tensors[f'{site}.A{i}']); l.B[i].copy_(tensors[f'{site}.B{i}'])
-    merge_lora(visual)
-
-# %% ../nbs/01_zoo.ipynb #5a568e82
 @torch.no_grad()
 def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> torch.Tensor:
     "Unit class embeddings (M, d): the renormalised mean of each class's template-prompt unit embeddings."
@@ -339,31 +263,42 @@ def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> tor
         out.append(F.normalize(t, dim=0))
     return torch.stack(out)
 
+DISTILL_SEED = 777   # the caption-corpus sample whose embeddings a fine-tune keeps (never a family's pretraining seed)
+
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, **overrides) -> tuple:
     "LoRA fine-tune of the image tower on a task's training split; returns (merged encoder, LoRA tensors, losses)."
     cfg = {**finetune_recipe(base.name), **overrides, **({} if steps is None else {'steps': steps})}
+    unknown = set(cfg) - set(FINETUNE)
+    if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(FINETUNE)}')
     data = world.load_task(task, 'train', n_train)
     T = class_embeddings(base, data.classnames, data.templates)
     enc = copy.deepcopy(base)
-    for p in enc.model.parameters(): p.requires_grad_(False)
-    loras = add_qv_lora(enc.model.visual, cfg['rank'], cfg['alpha'], seed)
-    params = [p for l in loras.values() for p in l.parameters()]
+    if cfg['distill'] > 0:
+        keep_x = world.caption_corpus(cfg['distill_n'], seed=DISTILL_SEED)[0]
+        keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1)
+    expose_qkv(enc.model.visual)
+    pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
+    params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg['lr'], weight_decay=0.0)
     scale = float(base.model.logit_scale.detach().exp().clamp(10, 100))
     g = torch.Generator().manual_seed(seed)
-    enc.model.visual.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
+    enc.model.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []
     for step in tqdm(range(cfg['steps']), desc=f'finetune {base.name}/{task}', disable=not progress, mininterval=2):
         idx = torch.randint(0, len(data), (cfg['batch'],), generator=g)
         for grp in opt.param_groups: grp['lr'] = _lr_at(step, cfg['steps'], cfg['lr'])
         z = F.normalize(enc.model.encode_image(enc.preprocess(data.images[idx])), dim=-1)
         loss = F.cross_entropy(scale * z @ T.T, data.labels[idx])
+        if cfg['distill'] > 0:
+            k = torch.randint(0, len(keep_x), (cfg['batch'],), generator=g)
+            zk = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])), dim=-1)
+            loss = loss + cfg['distill'] * (1 - (zk * keep_z[k]).sum(-1)).mean()
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         losses.append(loss.item())
-    tensors = lora_tensors(loras)
-    merge_lora(enc.model.visual)
-    enc.model.eval(); enc.name = f'{base.name}+ft:{task}:s{seed}'
+    tensors = adapter_tensors(pm)
+    enc.model = merge_adapter(pm).eval()
+    enc.name = f'{base.name}+ft:{task}:s{seed}'
     enc.meta.update(task=task, seed=seed, finetune=cfg)
     return enc, tensors, losses
 
@@ -465,7 +400,7 @@ def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None
     zdir = Path(zoo) if zoo else Path(base.meta.get('zoo', default_zoo_dir()))
     tensors, meta = load_artifact(ft_path(zdir, base.meta['family'], task, seed))
     enc = copy.deepcopy(base)
-    load_lora(enc.model.visual, tensors, meta['finetune']['rank'], meta['finetune']['alpha'])
+    enc.model = load_adapter_tensors(enc.model, tensors, meta['finetune']['rank'], meta['finetune']['alpha']).eval()
     enc.model.eval(); enc.name = f"{base.meta['family']}+ft:{task}:s{seed}"
     enc.meta.update(task=task, seed=seed, finetune=meta['finetune'])
     return enc
@@ -495,6 +430,9 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
         steps = f.steps if pretrain_steps is None else pretrain_steps
         bp = base_path(zoo, f.name)
         got = _try_load(bp)
+        if got and got[1].get('world') != world.fingerprint():
+            raise ValueError(f'{bp} was built on another world (fingerprint {got[1].get("world")}, today\'s {world.fingerprint()}): '
+                             'use another zoo folder (zoo=...) rather than overwrite it')
         if got and got[1].get('steps') != steps:
             raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
                              'folder (zoo=...) rather than overwrite it')
@@ -503,7 +441,7 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
             enc, losses = pretrain(f, steps, progress=progress)
             save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
                           seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
-                          command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
+                          world=world.fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
         base = load_base(f.name, zoo)
         cfg = {**finetune_recipe(f), **({} if finetune_steps is None else {'steps': finetune_steps})}
         for task in tasks:
@@ -522,12 +460,12 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
     return zoo
 
 # %% ../nbs/01_zoo.ipynb #134e6198
-MICRO = dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['textures', 'digits', 'arrows'],
+MICRO = dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['weaves', 'grounds', 'badges'],
              pretrain_steps=60, finetune_steps=30)
 
 def _micro_recipe_id() -> str:
     "8 hex digits naming the micro zoo's recipe (MICRO, its families' specs and fine-tune settings)."
-    rec = dict(MICRO, specs=[asdict(FAMILIES[f]) for f in MICRO['families']], finetune=FINETUNE)
+    rec = dict(MICRO, specs=[asdict(FAMILIES[f]) for f in MICRO['families']], finetune=FINETUNE, world=world.fingerprint())
     return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 @dataclass
@@ -554,10 +492,14 @@ def _recipe_diff(got: dict, want: dict, skip=()) -> str:
                      if k not in skip and got.get(k) != want.get(k))
 
 def stale_families(path: Path) -> dict:
-    "{family: why} for the families in a zoo folder whose recorded recipe (pretraining spec, fine-tune settings) is not today's."
+    "{family: why} for the families in a zoo folder whose world or recorded recipe (pretraining spec, fine-tune settings) is not today's."
     out = {}
     for fam in _scan(Path(path)).families:
-        spec = json.loads(base_path(path, fam).with_suffix('.json').read_text()).get('spec', {})
+        meta = json.loads(base_path(path, fam).with_suffix('.json').read_text())
+        if meta.get('world') != world.fingerprint():
+            out[fam] = f"built on another world (fingerprint {meta.get('world')}, today's {world.fingerprint()}: tasks, words or captions changed)"
+            continue
+        spec = meta.get('spec', {})
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
         for p in sorted((Path(path) / fam / 'ft').glob('*.json')):

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from platonic_ta.adapter import (AdapterConfig, SplitLinear, SplitMultiheadAttention, add_adapter, expose_qkv,
-                                 fit_adapter, fold_qkv, load_adapter, merge_adapter, qv_targets)
+from platonic_ta.adapter import AdapterConfig, fit_adapter, load_adapter
+from platonic_ta.lora import SplitLinear, SplitMultiheadAttention, add_adapter, expose_qkv, fold_qkv, merge_adapter, qv_targets
 from platonic_ta.descriptors import Descriptor, EmbeddingCache, Grid, class_prompts
 from platonic_ta.zoo import FAMILIES, ArtifactError, family_encoder
 

@@ -1,0 +1,47 @@
+"""Calibrate the source fine-tune recipe on one pretrained family (dev tool): per edit task, zero-shot, probe,
+fine-tuned accuracy and the cost on each control.
+
+Usage: .venv/bin/python tools/calibrate_finetune.py FAMILY BASE '{"distill": 7.0, ...}' [TASK ...]
+  BASE: a base artefact path without suffix (e.g. _runs/calibrate/vit_w96_A) or a zoo folder.
+  The JSON holds fine-tune overrides (FINETUNE's keys). 500 test images per task, probe on 1,000 training images."""
+import sys, time, json, torch
+torch.set_num_threads(1)
+from pathlib import Path
+import numpy as np
+from platonic_ta.zoo import (FAMILIES, load_base, load_artifact, create_family_model, family_encoder, finetune,
+                             class_embeddings, predict, linear_probe_accuracy)
+from platonic_ta import world
+
+def base_encoder(fam, base):
+    p = Path(base)
+    if p.is_dir(): return load_base(fam, p)
+    tensors, _ = load_artifact(p)
+    m = create_family_model(fam); m.load_state_dict(tensors)
+    return family_encoder(fam, m.eval())
+
+def acc(enc, d, T): return (predict(enc, d.images, T) == d.labels).float().mean().item()
+
+if __name__ == '__main__':
+    fam, base = sys.argv[1], sys.argv[2]
+    over = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    tasks = sys.argv[4:] or world.list_tasks(controls=False)
+    enc = base_encoder(fam, base)
+    ctrl = {c: world.load_task(c, 'test', 500) for c in world.list_tasks(controls=True)}
+    Tc = {c: class_embeddings(enc, d.classnames, d.templates) for c, d in ctrl.items()}
+    c0 = {c: acc(enc, d, Tc[c]) for c, d in ctrl.items()}
+    print(fam, base, over, 'controls', {c: round(v, 3) for c, v in c0.items()}, flush=True)
+    rows = []
+    for t in tasks:
+        te, tr = world.load_task(t, 'test', 500), world.load_task(t, 'train', 1000)
+        T = class_embeddings(enc, te.classnames, te.templates)
+        t0 = time.time(); ft, _, ls = finetune(enc, t, progress=False, **over)
+        r = dict(task=t, chance=1 / len(te.classnames), zs=acc(enc, te, T), probe=linear_probe_accuracy(enc, tr, te),
+                 ft=acc(ft, te, T), **{f'cost_{c}': c0[c] - acc(ft, d, Tc[c]) for c, d in ctrl.items()})
+        rows.append(r)
+        print(' '.join(f'{k} {v:.3f}' if isinstance(v, float) else f'{k} {v}' for k, v in r.items()),
+              f'({time.time() - t0:.0f}s, loss {ls[0]:.2f}->{np.mean(ls[-20:]):.2f})', flush=True)
+    m = lambda k: 100 * float(np.mean([r[k] for r in rows]))
+    costs = [k for k in rows[0] if k.startswith('cost_')]
+    print(f'MEAN gain {m("ft") - m("zs"):.1f} probe_gain {m("probe") - m("zs"):.1f} control_cost '
+          f'{np.mean([m(k) for k in costs]):.1f} ({", ".join(f"{k[5:]} {m(k):.1f}" for k in costs)}) '
+          f'above_chance {sum(r["zs"] > r["chance"] + 0.05 for r in rows)} gain10 {sum(r["ft"] - r["zs"] >= 0.10 for r in rows)}', flush=True)
