@@ -13,7 +13,7 @@ from platonic_ta.composition import (OperatorBank, Scorer, BankError, TargetMism
                                      retention_rows, negation_sweep, multitask_scaling, make_sliders, rows_table,
                                      route_of, class_text_embeddings)
 
-TASKS = ('colours', 'counting', 'shapes')
+TASKS = ('colours', 'tallies', 'shapes')
 SOURCES = ('rn_w16', 'timm_avg')
 
 
@@ -123,7 +123,7 @@ def test_save_load(tiny, tmp_path):
     assert set(man['grids']) == {g.grid_hash for g in tiny['grids'].values()} and man['route'] == 'head'
     b2 = OperatorBank.load(tmp_path / 'bank.json', target=tiny['encs']['siglip_map'])
     assert b2.keys() == b.keys() and all(torch.equal(b2[k], b[k]) for k in b.keys()) and b2.ridges == b.ridges
-    coeffs = {('rn_w16', 'colours'): 0.5, ('own', 'counting'): -1.0}
+    coeffs = {('rn_w16', 'colours'): 0.5, ('own', 'tallies'): -1.0}
     assert torch.equal(b2.combine(coeffs), b.combine(coeffs))
     with pytest.raises(TargetMismatchError, match='was built for target'):
         OperatorBank.load(tmp_path / 'bank', target=tiny['encs']['vit_w96'])
@@ -148,7 +148,7 @@ def test_save_load(tiny, tmp_path):
 @pytest.mark.parametrize('fam', ['vit_w96', 'siglip_map'])
 def test_scorer_matches_folded_without_forward(tiny, fam):
     bank, sc, enc = tiny['banks'][fam], tiny['scorers'][fam], tiny['encs'][fam]
-    coeffs = {('rn_w16', 'colours'): 2.0, ('timm_avg', 'counting'): 2.0, ('own', 'shapes'): -3.0}
+    coeffs = {('rn_w16', 'colours'): 2.0, ('timm_avg', 'tallies'): 2.0, ('own', 'shapes'): -3.0}
     c = Counter(enc)
     try:
         fast = sc.score(coeffs)
@@ -248,7 +248,7 @@ def test_certificate_property():
 @pytest.mark.parametrize('fam', ['vit_w96', 'siglip_map'])
 def test_certify_edit_on_the_bank(tiny, fam):
     sc = tiny['scorers'][fam]
-    coeffs = {('rn_w16', 'colours'): 1.0, ('timm_avg', 'counting'): 3.0, ('own', 'shapes'): 3.0}
+    coeffs = {('rn_w16', 'colours'): 1.0, ('timm_avg', 'tallies'): 3.0, ('own', 'shapes'): 3.0}
     for t in TASKS:
         r = certify_edit(sc, coeffs, t)
         assert r['certified_changed'] == 0
@@ -256,17 +256,17 @@ def test_certify_edit_on_the_bank(tiny, fam):
         own = {k: c for k, c in coeffs.items() if k[1] == t}
         assert r['acc_ref'] == sc.score(own)[t] and r['acc_full'] == sc.score(coeffs)[t]
     rows = certificate_rows(sc, coeffs)
-    assert [r['task'] for r in rows] == ['colours', 'counting', 'shapes', 'all']
+    assert [r['task'] for r in rows] == ['colours', 'tallies', 'shapes', 'all']
     assert rows[-1]['n'] == sum(r['n'] for r in rows[:-1]) and rows[-1]['certified_changed'] == 0
     assert sum(r['changed'] for r in rows[:-1]) > 0        # some records did change: the check is not vacuous
 
 
 def test_sweeps(tiny):
     sc = tiny['scorers']['vit_w96']
-    rows = addition_sweep(sc, [('colours', 'counting')], ['own', 'rn_w16', 'timm_avg'], alphas=(0.5, 1.0))
+    rows = addition_sweep(sc, [('colours', 'tallies')], ['own', 'rn_w16', 'timm_avg'], alphas=(0.5, 1.0))
     assert len(rows) == 6 and {r['source'] for r in rows} == {'own', 'rn_w16', 'timm_avg'}
     r0 = rows[0]
-    acc = sc.score({('own', 'colours'): 0.5, ('own', 'counting'): 0.5})
+    acc = sc.score({('own', 'colours'): 0.5, ('own', 'tallies'): 0.5})
     assert r0['gain_a'] == acc['colours'] - sc.base['colours'] and r0['control_gain'] == acc['shapes'] - sc.base['shapes']
     ret = retention_rows(rows, 'own')
     assert len(ret) == 4 and all(set(r) >= {'retention_a', 'retention_b', 'both_gain'} for r in ret)
@@ -283,18 +283,18 @@ def test_sweeps(tiny):
 
 def test_sliders_headless(tiny):
     bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
-    sl = make_sliders(bank, sc, ['own', 'rn_w16'], tasks=['colours', 'counting'], negate=['shapes'],
+    sl = make_sliders(bank, sc, ['own', 'rn_w16'], tasks=['colours', 'tallies'], negate=['shapes'],
                       targets={'siglip_map': tiny['scorers']['siglip_map']})
     st = sl.initial_state()
-    assert st == dict(target=bank.target_id['name'], source='own', alphas={'colours': 0.5, 'counting': 0.5},
+    assert st == dict(target=bank.target_id['name'], source='own', alphas={'colours': 0.5, 'tallies': 0.5},
                       negate='shapes', lam=0.0)
     rows, bars = sl.update(st)
     assert [r['role'] for r in rows] == ['composed', 'composed', 'control']
-    assert bars['edited'] == [sc.score({('own', 'colours'): 0.5, ('own', 'counting'): 0.5})[t] for t in sc.tasks]
+    assert bars['edited'] == [sc.score({('own', 'colours'): 0.5, ('own', 'tallies'): 0.5})[t] for t in sc.tasks]
     rows, _ = sl.update({**st, 'lam': 2.0, 'source': 'rn_w16', 'target': 'siglip_map'})
     assert rows[2]['role'] == 'negated'
     assert rows[2]['edited'] == tiny['scorers']['siglip_map'].score(
-        {('rn_w16', 'colours'): 0.5, ('rn_w16', 'counting'): 0.5, ('rn_w16', 'shapes'): -2.0})['shapes']
+        {('rn_w16', 'colours'): 0.5, ('rn_w16', 'tallies'): 0.5, ('rn_w16', 'shapes'): -2.0})['shapes']
     assert sl.time_update(st, repeat=3) < 1000
     # the widget: a slider move calls the same update and redraws
     assert sl.refresh() == sl.update(st)
@@ -416,8 +416,8 @@ def test_cell_rows_and_median_retention():
 
 def test_sliders_alpha_per_task(tiny):
     bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
-    sl = make_sliders(bank, sc, ['own'], tasks=['colours', 'counting'], alpha={'counting': 1.5}, widget=False)
-    assert sl.initial_state()['alphas'] == {'colours': 0.0, 'counting': 1.5}
+    sl = make_sliders(bank, sc, ['own'], tasks=['colours', 'tallies'], alpha={'tallies': 1.5}, widget=False)
+    assert sl.initial_state()['alphas'] == {'colours': 0.0, 'tallies': 1.5}
     rows, _ = sl.update(sl.initial_state())
     assert [r['role'] for r in rows] == ['control', 'composed', 'control']
     with pytest.raises(KeyError, match='no slider'): make_sliders(bank, sc, ['own'], tasks=['colours'], alpha={'shapes': 1.0})

@@ -28,38 +28,38 @@ def test_unknown_family_lists_the_zoo():
 
 def test_build_resume_and_corrupt_file_is_rebuilt_not_used(tmp_path):
     kw = dict(zoo=tmp_path, pretrain_steps=3, finetune_steps=2, progress=False)
-    zoo.build_zoo(['rn_w16'], ['digits'], **kw)
-    bp, fp = zoo.base_path(tmp_path, 'rn_w16'), zoo.ft_path(tmp_path, 'rn_w16', 'digits')
+    zoo.build_zoo(['rn_w16'], ['tallies'], **kw)
+    bp, fp = zoo.base_path(tmp_path, 'rn_w16'), zoo.ft_path(tmp_path, 'rn_w16', 'tallies')
     sha = json.loads(bp.with_suffix('.json').read_text())['sha256']
     mtime = bp.with_suffix('.safetensors').stat().st_mtime_ns
-    zoo.build_zoo(['rn_w16'], ['digits'], **kw)                      # resume: nothing rebuilt
+    zoo.build_zoo(['rn_w16'], ['tallies'], **kw)                      # resume: nothing rebuilt
     assert bp.with_suffix('.safetensors').stat().st_mtime_ns == mtime
     # truncate the fine-tune: detected, moved aside (not deleted), rebuilt
     st = fp.with_suffix('.safetensors'); st.write_bytes(st.read_bytes()[:100])
     with pytest.raises(zoo.ArtifactError): zoo.load_artifact(fp)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always')
-        zoo.build_zoo(['rn_w16'], ['digits'], **kw)
+        zoo.build_zoo(['rn_w16'], ['tallies'], **kw)
     assert any('moved aside' in str(x.message) for x in w)
     assert list(fp.parent.glob('*.bad-*'))
     zoo.load_artifact(fp)                                           # valid again
     assert json.loads(bp.with_suffix('.json').read_text())['sha256'] == sha
-    ft = zoo.load_finetune('rn_w16', 'digits', zoo=tmp_path)
+    ft = zoo.load_finetune('rn_w16', 'tallies', zoo=tmp_path)
     base = zoo.load_base('rn_w16', tmp_path)
     assert ft.weights_hash() != base.weights_hash()
 
 def test_fine_tune_of_another_recipe_is_named_not_overwritten(tmp_path):
     kw = dict(zoo=tmp_path, pretrain_steps=2, progress=False)
-    zoo.build_zoo(['rn_w16'], ['digits'], finetune_steps=2, **kw)
-    fp = zoo.ft_path(tmp_path, 'rn_w16', 'digits')
+    zoo.build_zoo(['rn_w16'], ['tallies'], finetune_steps=2, **kw)
+    fp = zoo.ft_path(tmp_path, 'rn_w16', 'tallies')
     before = fp.with_suffix('.safetensors').read_bytes()
     with pytest.raises(ValueError, match=r'other settings \(steps: 2 -> 3\)'):
-        zoo.build_zoo(['rn_w16'], ['digits'], finetune_steps=3, **kw)
+        zoo.build_zoo(['rn_w16'], ['tallies'], finetune_steps=3, **kw)
     assert fp.with_suffix('.safetensors').read_bytes() == before     # the saved fine-tune is kept as it was
 
 def test_family_fine_tune_recipe_reaches_the_artefact(tmp_path):
-    zoo.build_zoo(['siglip_map'], ['arrows'], zoo=tmp_path, pretrain_steps=2, finetune_steps=2, progress=False)
-    meta = json.loads(zoo.ft_path(tmp_path, 'siglip_map', 'arrows').with_suffix('.json').read_text())
+    zoo.build_zoo(['siglip_map'], ['badges'], zoo=tmp_path, pretrain_steps=2, finetune_steps=2, progress=False)
+    meta = json.loads(zoo.ft_path(tmp_path, 'siglip_map', 'badges').with_suffix('.json').read_text())
     assert meta['finetune'] == dict(zoo.FINETUNE, **zoo.FAMILIES['siglip_map'].finetune, steps=2)
     assert meta['finetune']['lr'] != zoo.FINETUNE['lr']
 
@@ -70,8 +70,8 @@ def test_pretraining_is_deterministic_under_a_seed():
 
 def test_lora_touches_only_q_and_v_and_merges_away():
     enc = zoo.family_encoder('timm_avg')
-    ft, tensors, losses = zoo.finetune(enc, 'arrows', steps=2, n_train=64, progress=False)
-    assert tensors and all(k.endswith(('A0', 'A1', 'B0', 'B1')) for k in tensors)
+    ft, tensors, losses = zoo.finetune(enc, 'badges', steps=2, n_train=64, progress=False)
+    assert tensors and all(k.endswith(('lora_A.weight', 'lora_B.weight')) for k in tensors)   # peft's names: one LoRA path
     sd0, sd1 = enc.model.state_dict(), ft.model.state_dict()
     assert sd0.keys() == sd1.keys()
     changed = [k for k in sd0 if not torch.equal(sd0[k], sd1[k])]

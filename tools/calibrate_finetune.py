@@ -4,7 +4,7 @@ fine-tuned accuracy and the cost on each control.
 Usage: .venv/bin/python tools/calibrate_finetune.py FAMILY BASE '{"distill": 7.0, ...}' [TASK ...]
   BASE: a base artefact path without suffix (e.g. _runs/calibrate/vit_w96_A) or a zoo folder.
   The JSON holds fine-tune overrides (FINETUNE's keys). 500 test images per task, probe on 1,000 training images."""
-import sys, time, json, torch
+import sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
 import numpy as np
@@ -15,9 +15,11 @@ from platonic_ta import world
 def base_encoder(fam, base):
     p = Path(base)
     if p.is_dir(): return load_base(fam, p)
-    tensors, _ = load_artifact(p)
-    m = create_family_model(fam); m.load_state_dict(tensors)
-    return family_encoder(fam, m.eval())
+    tensors, meta = load_artifact(p)
+    spec = dataclasses.replace(FAMILIES[fam], **meta.get('spec', {}))   # a calibration's spec overrides
+    for t, r in meta.get('rates', {}).items(): world.TASKS[t].grounding = r   # the world it was pretrained on
+    m = create_family_model(spec); m.load_state_dict(tensors)
+    return family_encoder(spec, m.eval())
 
 def acc(enc, d, T): return (predict(enc, d.images, T) == d.labels).float().mean().item()
 
