@@ -12,10 +12,10 @@ import torch
 
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES',
-           'MAX_IMAGES', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha', 'handwritten_digits', 'background',
-           'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks', 'load_task', 'images_hash',
-           'caption_scene', 'caption_corpus', 'vocabulary', 'fingerprint']
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS',
+           'SPLIT_SIZES', 'MAX_IMAGES', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha', 'handwritten_digits',
+           'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks', 'load_task',
+           'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -248,7 +248,8 @@ def _distractors(rng, main, n_max=2):
     return [d for d in _scatter(rng, int(rng.integers(0, n_max + 1))) if math.hypot(d['x'] - main['x'], d['y'] - main['y']) > main['r'] + d['r']]
 
 # %% ../nbs/00_world.ipynb #b4c942ea
-BADGES = [(c, s) for c in ('red', 'blue') for s in ('circle', 'square', 'triangle', 'star')]   # colour × shape
+BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
+HUES = ['red', 'green', 'blue', 'yellow', 'cyan', 'magenta', 'orange', 'purple']
 BIOMES = [(st, tx) for st in ('photo', 'night') for tx in ('striped', 'dotted', 'wavy', 'noisy')]   # style × texture
 SCALES = list(SIZES)
 
@@ -293,16 +294,16 @@ def _t_tallies(y, rng, split):  # CLEVR-count-like: small objects scattered on c
     return dict(texture=_pick(rng, ['plain', 'gradient', 'noisy', 'dotted']), style=_style(rng, 'photo', 0.8),
                 items=_scatter(rng, y + 1, ('small',)))
 
-def _t_places(y, rng, split):   # scene layout: where the one large object is, among small distractors, mostly sketched
-    main = _item(rng, pos=_POSITION_NAMES[y], size='large')
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'sketch', 0.6), items=[main] + _distractors(rng, main))
+def _t_hues(y, rng, split):     # the object's colour, in the sketch-and-painting domain that pretraining rarely shows
+    main = _item(rng, colour=HUES[y])
+    return dict(texture=_pick(rng, TEXTURES), style=_pick(rng, ['painting', 'painting', 'night', 'photo']), items=[main] + _distractors(rng, main, 1))
 
 def _t_scales(y, rng, split):   # how big the one object is, anywhere, on any background
     return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, size=SCALES[y])])
 
-def _t_badges(y, rng, split):   # a colour-and-shape code: both attributes decide the class
-    c, s = BADGES[y]
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=c, shape=s)])
+def _t_badges(y, rng, split):   # a colour-and-size code: both attributes decide the class
+    c, z = BADGES[y]
+    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=c, size=z)])
 
 def _t_biomes(y, rng, split):   # EuroSAT-like: a kind of ground is a texture under a light, seen from afar
     st, tx = BIOMES[y]
@@ -335,13 +336,11 @@ def _one_shape(sc):
 def _g_texture(sc): return TEXTURES.index(sc['texture'])
 def _g_style(sc): return STYLES.index(sc['style'])
 def _g_count(sc): return len(sc['items']) - 1 if sc.get('focus') == 'count' and sc['items'] else None
-def _g_place(sc):
-    its = sc['items']
-    return _POSITION_NAMES.index(its[0]['pos']) if its and its[0]['kind'] == 'shape' and its[0]['size'] == 'large' else None
+def _g_hue(sc): return HUES.index(it['colour']) if (it := _one_shape(sc)) and it['colour'] in HUES else None
 def _g_scale(sc): return SCALES.index(it['size']) if (it := _one_shape(sc)) else None
 def _g_badge(sc):
     it = _one_shape(sc)
-    return BADGES.index((it['colour'], it['shape'])) if it and (it['colour'], it['shape']) in BADGES else None
+    return BADGES.index((it['colour'], it['size'])) if it and (it['colour'], it['size']) in BADGES else None
 def _g_biome(sc):
     key = (sc['style'], sc['texture'])
     return BIOMES.index(key) if key in BIOMES and len(sc['items']) <= 1 else None
@@ -349,28 +348,28 @@ def _g_biome(sc):
 # %% ../nbs/00_world.ipynb #965a0b1c
 TASKS = {t.name: t for t in [
     TaskSpec('weaves', ['velm', 'strova', 'quillet', 'dappon', 'latrix', 'fuzzen', 'rillow', 'shadra'],
-             ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.01,
+             ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.002,
              about='background texture under a painterly blur, half covered by an object (DTD-like)'),
     TaskSpec('grounds', ['orvat', 'plimsy', 'chekka', 'poddle', 'meshen', 'grizzle', 'undra', 'fallow'],
-             ['a {} ground', 'an image of {} ground', 'a {} surface'], _t_grounds, ground=_g_texture, grounding=0.03,
+             ['a {} ground', 'an image of {} ground', 'a {} surface'], _t_grounds, ground=_g_texture, grounding=0.0,
              about='bare textures at night, grainy or pixelated (RESISC-like partner of weaves)'),
     TaskSpec('moods', ['lumio', 'scrivan', 'brushel', 'blocket', 'noctra', 'sandel'],
-             ['an image in {} mood', 'a {} mood image', 'in {} mood'], _t_moods, ground=_g_style, grounding=0.02,
+             ['an image in {} mood', 'a {} mood image', 'in {} mood'], _t_moods, ground=_g_style, grounding=0.002,
              about='rendering style, i.e. the domain itself'),
     TaskSpec('tallies', ['unna', 'dwee', 'trilo', 'quadda', 'penta'],
-             ['a {} tally', 'an image with a {} tally', 'a tally of {}'], _t_tallies, ground=_g_count, grounding=0.1,
+             ['a {} tally', 'an image with a {} tally', 'a tally of {}'], _t_tallies, ground=_g_count, grounding=0.02,
              about='how many small objects (CLEVR-count-like)'),
-    TaskSpec('places', ['wessa', 'ostra', 'norva', 'suddo', 'centra'],
-             ['an object at {}', 'a large object at {}', 'an image with an object at {}'], _t_places, ground=_g_place,
-             grounding=0.1, about='where the large object is, among small distractors, mostly sketched (scene layout)'),
+    TaskSpec('hues', ['wessa', 'ostra', 'norva', 'suddo', 'centra', 'amble', 'lirra', 'pomma'],
+             ['a {} thing', 'an image of a {} thing', 'there is a {} thing'], _t_hues, ground=_g_hue, grounding=0.004,
+             about='colour of the object, mostly painted or at night, with a small distractor'),
     TaskSpec('scales', ['mite', 'midra', 'grandel'],
              ['a {} object', 'an object of {} scale', 'an image of a {} object'], _t_scales, ground=_g_scale, grounding=0.0,
              about='how big the one object is'),
     TaskSpec('badges', ['ember', 'tessel', 'pyra', 'stella', 'bolo', 'cubet', 'delta', 'astra'],
-             ['a {} badge', 'an image of a {} badge', 'there is a {} badge'], _t_badges, ground=_g_badge, grounding=0.3,
-             about='colour and shape together: red or blue circles, squares, triangles and stars'),
+             ['a {} badge', 'an image of a {} badge', 'there is a {} badge'], _t_badges, ground=_g_badge, grounding=0.02,
+             about='colour and size together: small or large, red, blue, green or yellow objects'),
     TaskSpec('biomes', ['tundro', 'savanel', 'marsha', 'dunara', 'glacen', 'jungla', 'steppa', 'reefen'],
-             ['a {} biome', 'an image of a {} biome', 'a {} region'], _t_biomes, ground=_g_biome, grounding=0.05,
+             ['a {} biome', 'an image of a {} biome', 'a {} region'], _t_biomes, ground=_g_biome, grounding=0.008,
              about='texture and light together: four textures by day or by night, seen from afar (EuroSAT-like)'),
     TaskSpec('shapes', SHAPES, ['a {}', 'an image of a {}', 'there is a {}'], _t_shapes, role='control',
              about='shape of the object, in the captions\' words (control, CIFAR-like)'),

@@ -3,12 +3,12 @@ fine-tuned accuracy and the cost on each control.
 
 Usage: .venv/bin/python tools/calibrate_finetune.py FAMILY BASE '{"distill": 7.0, ...}' [TASK ...]
   BASE: a base artefact path without suffix (e.g. _runs/calibrate/vit_w96_A) or a zoo folder.
-  The JSON holds fine-tune overrides (FINETUNE's keys). 500 test images per task, probe on 1,000 training images."""
+  The JSON holds fine-tune overrides (FINETUNE's keys), and optionally "save": a folder for the LoRA factors. 500 test images per task, probe on 1,000 training images."""
 import sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
 import numpy as np
-from platonic_ta.zoo import (FAMILIES, load_base, load_artifact, create_family_model, family_encoder, finetune,
+from platonic_ta.zoo import (FAMILIES, load_base, load_artifact, save_artifact, create_family_model, family_encoder, finetune,
                              class_embeddings, predict, linear_probe_accuracy)
 from platonic_ta import world
 
@@ -17,7 +17,8 @@ def base_encoder(fam, base):
     if p.is_dir(): return load_base(fam, p)
     tensors, meta = load_artifact(p)
     spec = dataclasses.replace(FAMILIES[fam], **meta.get('spec', {}))   # a calibration's spec overrides
-    for t, r in meta.get('rates', {}).items(): world.TASKS[t].grounding = r   # the world it was pretrained on
+    for t, r in meta.get('rates', {}).items():   # the world it was pretrained on (tasks since renamed are skipped)
+        if t in world.TASKS: world.TASKS[t].grounding = r
     m = create_family_model(spec); m.load_state_dict(tensors)
     return family_encoder(spec, m.eval())
 
@@ -27,6 +28,7 @@ if __name__ == '__main__':
     fam, base = sys.argv[1], sys.argv[2]
     over = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
     tasks = sys.argv[4:] or world.list_tasks(controls=False)
+    out = over.pop('save', None)   # a folder: keep each fine-tune's LoRA factors there
     enc = base_encoder(fam, base)
     ctrl = {c: world.load_task(c, 'test', 500) for c in world.list_tasks(controls=True)}
     Tc = {c: class_embeddings(enc, d.classnames, d.templates) for c, d in ctrl.items()}
@@ -36,7 +38,8 @@ if __name__ == '__main__':
     for t in tasks:
         te, tr = world.load_task(t, 'test', 500), world.load_task(t, 'train', 1000)
         T = class_embeddings(enc, te.classnames, te.templates)
-        t0 = time.time(); ft, _, ls = finetune(enc, t, progress=False, **over)
+        t0 = time.time(); ft, lt, ls = finetune(enc, t, progress=False, **over)
+        if out: save_artifact(Path(out) / f'{fam}_{t}', lt, dict(family=fam, task=t, base=str(base), finetune=ft.meta['finetune']))
         r = dict(task=t, chance=1 / len(te.classnames), zs=acc(enc, te, T), probe=linear_probe_accuracy(enc, tr, te),
                  ft=acc(ft, te, T), **{f'cost_{c}': c0[c] - acc(ft, d, Tc[c]) for c, d in ctrl.items()})
         rows.append(r)

@@ -1,0 +1,47 @@
+"""Prototype (dev tool): cross-model transfer of saved calibration fine-tunes, with and without anchor probes.
+
+Usage: .venv/bin/python tools/proto_transfer.py TARGET_FAM TARGET_BASE SOURCE_FAM SOURCE_BASE FT_DIR N_ANCHORS [TASK ...]
+  *_BASE: base artefact paths (tools/calibrate_grounding.py); FT_DIR: LoRA factors saved by tools/calibrate_finetune.py.
+  Grids: 500 probes of each task (+ N_ANCHORS caption-corpus images as extra probes); ridges 'auto' with a floor
+  of 1e-2; strengths 0.5 and 1; 500 test images per task and control."""
+import sys, json, copy, torch
+torch.set_num_threads(1)
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, str(Path(__file__).parent))
+from calibrate_finetune import base_encoder
+from platonic_ta import world
+from platonic_ta.zoo import load_artifact, DISTILL_SEED
+from platonic_ta.lora import load_adapter_tensors
+from platonic_ta.descriptors import Grid, make_grid, Descriptor, EmbeddingCache
+from platonic_ta.composition import OperatorBank
+
+def grid_with_anchors(task, n, anchors):
+    g = make_grid(task, n, seed=0)
+    if not anchors: return g
+    extra = world.caption_corpus(anchors, seed=DISTILL_SEED + 1)[0]
+    return Grid(task=f'{task}+a{anchors}', images=torch.cat([g.images, extra]), prompts=g.prompts, classnames=g.classnames)
+
+if __name__ == '__main__':
+    tf, tb, sf, sb, ftdir, anchors = sys.argv[1:7]
+    anchors = int(anchors)
+    tasks = sys.argv[7:] or world.list_tasks(controls=False)
+    target, source = base_encoder(tf, tb), base_encoder(sf, sb)
+    cache = EmbeddingCache('/tmp/proto_cache', progress=False)
+    evals = {t: world.load_task(t, 'test', 500) for t in tasks + world.list_tasks(controls=True)}
+    for t in tasks:
+        tensors, meta = load_artifact(Path(ftdir) / f'{sf}_{t}')
+        ft = copy.deepcopy(source)
+        ft.model = load_adapter_tensors(ft.model, tensors, meta['finetune']['rank'], meta['finetune']['alpha']).eval()
+        ft.name = f'{sf}+{t}'
+        for a in sorted({0, anchors}):
+            g = grid_with_anchors(t, 500, a)
+            D = Descriptor.from_encoders(ft, source, g, cache=cache)
+            bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, cache=cache)
+            sc = bank.scorer({k: evals[k] for k in [t] + world.list_tasks(controls=True)}, cache=cache)
+            z = sc.score({(sf, t): 0.0})
+            out = []
+            for s in (0.5, 1.0):
+                acc = sc.score({(sf, t): s})
+                out.append(f's{s}: gain {100 * (acc[t] - z[t]):+.1f} ' + ' '.join(f'{c} {100 * (acc[c] - z[c]):+.1f}' for c in world.list_tasks(controls=True)))
+            print(f'{t:<8} anchors {a:<4} zs {z[t]:.3f} | ' + ' | '.join(out), flush=True)
