@@ -106,7 +106,8 @@ FAMILIES = {f.name: f for f in [
 ]}
 CONTEXT_LENGTH = 32
 FINETUNE = dict(steps=200, batch=64, lr=3e-3, rank=4, alpha=8.0,   # source fine-tunes: LoRA on q and v
-                distill=0.0, distill_n=2048)   # distillation weight, and the caption-corpus images it keeps
+                distill=0.0, distill_n=2048,   # distillation weight, and the caption-corpus images it keeps
+                off_task=False)                # distil only the part of each move off the task's class directions
 
 # %% ../nbs/01_zoo.ipynb #4dbd3f6f
 def _family(name) -> FamilySpec:
@@ -277,6 +278,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     if cfg['distill'] > 0:
         keep_x = world.caption_corpus(cfg['distill_n'], seed=DISTILL_SEED)[0]
         keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1)
+        Q = torch.linalg.qr(T.T).Q                              # orthonormal basis of the task's class directions
     expose_qkv(enc.model.visual)
     pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
     params = [p for p in pm.parameters() if p.requires_grad]
@@ -292,8 +294,9 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
         loss = F.cross_entropy(scale * z @ T.T, data.labels[idx])
         if cfg['distill'] > 0:
             k = torch.randint(0, len(keep_x), (cfg['batch'],), generator=g)
-            zk = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])), dim=-1)
-            loss = loss + cfg['distill'] * (1 - (zk * keep_z[k]).sum(-1)).mean()
+            dz = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])), dim=-1) - keep_z[k]
+            if cfg['off_task']: dz = dz - (dz @ Q) @ Q.T         # only moves off the task's class directions count
+            loss = loss + cfg['distill'] * 0.5 * (dz * dz).sum(-1).mean()   # ½‖ẑ − ẑ₀‖² = 1 − cos(z, z₀)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         losses.append(loss.item())
     tensors = adapter_tensors(pm)

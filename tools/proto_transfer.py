@@ -14,7 +14,7 @@ from platonic_ta import world
 from platonic_ta.zoo import load_artifact, DISTILL_SEED
 from platonic_ta.lora import load_adapter_tensors
 from platonic_ta.descriptors import Grid, make_grid, Descriptor, EmbeddingCache
-from platonic_ta.composition import OperatorBank
+from platonic_ta.composition import OperatorBank, floored_ridge_grid
 
 def grid_with_anchors(task, n, anchors):
     g = make_grid(task, n, seed=0)
@@ -25,6 +25,7 @@ def grid_with_anchors(task, n, anchors):
 if __name__ == '__main__':
     tf, tb, sf, sb, ftdir, anchors = sys.argv[1:7]
     anchors = int(anchors)
+    FLOOR = float(__import__('os').environ.get('FLOOR', '1e-2'))
     tasks = sys.argv[7:] or world.list_tasks(controls=False)
     target, source = base_encoder(tf, tb), base_encoder(sf, sb)
     cache = EmbeddingCache('/tmp/proto_cache', progress=False)
@@ -37,7 +38,7 @@ if __name__ == '__main__':
         for a in sorted({0, anchors}):
             g = grid_with_anchors(t, 500, a)
             D = Descriptor.from_encoders(ft, source, g, cache=cache)
-            bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, cache=cache)
+            bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, cache=cache, ridge_grid=floored_ridge_grid(FLOOR))
             sc = bank.scorer({k: evals[k] for k in [t] + world.list_tasks(controls=True)}, cache=cache)
             z = sc.score({(sf, t): 0.0})
             out = []
