@@ -164,7 +164,7 @@ def read_status(cell_dir) -> dict | None:
     except json.JSONDecodeError: return None   # written atomically: only a foreign edit damages it; the cell reruns
 
 def run_cell(job: dict) -> dict:
-    "Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version}; writes and returns its status."
+    "Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version, executor}; writes and returns its status."
     import papermill as pm
     cell_dir = Path(job['cell_dir']); cell_dir.mkdir(parents=True, exist_ok=True)
     out_nb = cell_dir / 'notebook.ipynb'
@@ -175,7 +175,8 @@ def run_cell(job: dict) -> dict:
             out_nb.rename(cell_dir / f'failed-{k}.ipynb')
     _atomic_write_text(cell_dir / 'params.json', json.dumps(job['params'], indent=1, default=str))
     t0 = time.time()
-    status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename)
+    status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename,
+                  executor=job.get('executor', 'local'), pid=os.getpid())
     try:
         pm.execute_notebook(job['notebook'], str(out_nb), parameters=dict(job['params'], report_dir=str(cell_dir / 'report')),
                             kernel_name=job.get('kernel', 'python3'), cwd=job.get('cwd'), progress_bar=False,
@@ -258,7 +259,8 @@ class Sweep:
             submit, wait, close = _executor(int(workers), ray, ray_address, gpus_per_cell)
             try:
                 futs = {submit(dict(notebook=str(self.notebook), cell_dir=str(self.dirs[i]), params=self.params[i],
-                                    cwd=str(self.notebook.parent), kernel=self.kernel, version=version)): i for i in todo}
+                                    cwd=str(self.notebook.parent), kernel=self.kernel, version=version,
+                                    executor='ray' if (ray or ray_address) else 'pool')): i for i in todo}
                 bar = tqdm(total=len(todo), desc=f'sweep {self.spec.name}', unit='cell', disable=not progress)
                 pending, failed = set(futs), 0
                 while pending:
@@ -284,7 +286,8 @@ class Sweep:
             if s.get('status') == 'done' and (d / 'report' / 'metrics.json').exists():
                 m = json.loads((d / 'report' / 'metrics.json').read_text())
             rows.append(dict(cell=d.name, status=s.get('status', 'missing'), code_version=s.get('code_version', ''),
-                             seconds=s.get('seconds', ''), error=s.get('error') or '', **p, **m))
+                             executor=s.get('executor', ''), seconds=s.get('seconds', ''), error=s.get('error') or '',
+                             **p, **m))
         return rows
 
     def write_table(self, rows: list | None = None) -> Path:
@@ -302,7 +305,7 @@ class Sweep:
 
     def metric_keys(self, rows: list) -> list:
         "The metrics the summary plots: the spec's `metrics`, else every recorded metric (at most 6)."
-        fixed = {'cell', 'status', 'code_version', 'seconds', 'error', *self.params[0]}
+        fixed = {'cell', 'status', 'code_version', 'executor', 'seconds', 'error', *self.params[0]}
         recorded = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
         if self.spec.metrics is None: return recorded[:6]
         missing = [k for k in self.spec.metrics if k not in recorded]
