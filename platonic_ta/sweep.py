@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, subprocess, sys, time
 from pathlib import Path
 
-from .report import repo_root, save_figure, _atomic_write_text
+from .report import repo_root, save_figure, write_report, _atomic_write_text
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
@@ -149,10 +149,10 @@ def code_version() -> str:
         return head.stdout.strip() + ('+dirty' if dirty else '')
     except (FileNotFoundError, OSError, subprocess.SubprocessError): return __version__
 
-def cell_name(params: dict) -> str:
-    "A folder name for a cell: its parameters, readable, plus a hash of all of them (fixed ones included)."
+def cell_name(params: dict, swept=None) -> str:
+    "A folder name for a cell: its `swept` parameters (default: all), readable, plus a hash of all of them."
     key = json.dumps(params, sort_keys=True, default=str)
-    short = ','.join(f'{k}={v}' for k, v in params.items())
+    short = ','.join(f'{k}={params[k]}' for k in (params if swept is None else swept))
     short = re.sub(r'[^A-Za-z0-9=,._-]+', '', short)[:60]
     return f'{short}-{hashlib.sha1(key.encode()).hexdigest()[:8]}'
 
@@ -204,10 +204,18 @@ def _executor(workers: int, ray: bool, ray_address: str | None, gpus_per_cell: f
         try: import ray as _ray
         except ImportError: raise SweepError("--ray needs Ray: pip install 'platonic_ta[ray]' (or pip install ray)") from None
         started = not _ray.is_initialized()
-        if started:
-            if ray_address: _ray.init(address=ray_address, log_to_driver=False)
-            else: _ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                            object_store_memory=100 * 2**20)
+        if started and ray_address: _ray.init(address=ray_address, log_to_driver=False)
+        elif started:   # a local Ray; its raylet must register within 30 s, which a busy machine can miss: try thrice
+            for attempt in range(3):
+                try:
+                    _ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
+                    break
+                except Exception as e:
+                    _ray.shutdown()
+                    if attempt == 2:
+                        raise SweepError(f"a local Ray did not start ({e}); rerun when the machine is less busy, or "
+                                         "run without --ray (the local process pool)") from None
+                    print(f'[sweep] the local Ray did not start ({e}); trying again', flush=True)
         task = _ray.remote(num_cpus=1, num_gpus=gpus_per_cell, max_retries=0)(run_cell)
         def wait(pending):
             done, left = _ray.wait(list(pending), num_returns=1)
@@ -233,7 +241,7 @@ class Sweep:
             self.notebook = entry_notebook(spec.entry, self.out / 'entry.ipynb')
             check_parameters(spec, notebook_parameters(self.notebook), spec.entry)
         self.params = spec.cells()
-        self.dirs = [self.out / 'cells' / cell_name(p) for p in self.params]
+        self.dirs = [self.out / 'cells' / cell_name(p, spec.grid) for p in self.params]
 
     def status(self) -> list:
         "Each cell's status: 'done', 'failed' or 'missing'."
@@ -370,11 +378,12 @@ def write_summary(sweep: Sweep, report_dir=None, rows: list | None = None) -> Pa
 
 def run_sweep(spec, out=None, report_dir=None, workers: int = 2, ray: bool = False, ray_address: str | None = None,
               retry_failed: bool = False, progress: bool = True, gpus_per_cell: float = 0) -> Sweep:
-    "Load `spec` (a path or a `SweepSpec`), run its missing cells, write `results.csv` and the report section."
+    "Load `spec` (a path or a `SweepSpec`), run its missing cells, write `results.csv`, the sweep's section and the report page."
     spec = spec if isinstance(spec, SweepSpec) else load_spec(spec)
     sw = Sweep(spec, out)
     rows = sw.run(workers, ray, ray_address, retry_failed, progress, gpus_per_cell)
     page = write_summary(sw, report_dir, rows)
+    write_report(page.parent.parent)   # the report page now lists this sweep under "Sweeps"
     failed = [r for r in rows if r['status'] == 'failed']
     print(f'[sweep {spec.name}] table {sw.out / "results.csv"}; report section {page}'
           + (f'; {len(failed)} failed cells (see their errors above; rerun them with --retry-failed)' if failed else ''))

@@ -24,6 +24,8 @@ SMOKE = {
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
     '90_report.ipynb': ({}, []),
+    '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
+    '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
 }
 
 @pytest.mark.parametrize('nb', sorted(SMOKE))

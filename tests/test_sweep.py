@@ -61,6 +61,7 @@ def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):
     assert all(r['code_version'] and r['x'] == '2' for r in rows)
     assert len({json.loads((out / 'cells' / r['cell'] / 'status.json').read_text())['pid'] for r in rows[1:]}) >= 1
     assert (rep / 'sweeps' / 'tiny.png').exists() and 'y must not be 0' in (rep / 'sweeps' / 'tiny.md').read_text()
+    assert '## Sweeps\n\n### tiny' in (rep / 'index.md').read_text()   # the report page has the section
     done = {r['cell']: (out / 'cells' / r['cell'] / 'status.json').stat().st_mtime_ns for r in rows[1:]}
     assert main(argv + ['--retry-failed']) == 1   # the failed cell runs again (and fails again); done cells do not
     assert {c: (out / 'cells' / c / 'status.json').stat().st_mtime_ns for c in done} == done
