@@ -55,8 +55,8 @@ class Lab:
             d = conf / 'settings' / '@jupyterlab' / ext
             d.mkdir(parents=True, exist_ok=True)
             (d / f'{name}.jupyterlab-settings').write_text(json.dumps(value))
-        env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(conf / 'settings'),
-                   JUPYTERLAB_WORKSPACES_DIR=str(conf / 'workspaces'), **self.env)
+        env = {**os.environ, 'JUPYTERLAB_SETTINGS_DIR': str(conf / 'settings'),
+               'JUPYTERLAB_WORKSPACES_DIR': str(conf / 'workspaces'), **self.env}
         exe = Path(sys.executable).with_name('jupyter')
         cmd = [str(exe) if exe.exists() else 'jupyter', 'lab', '--ip=127.0.0.1', f'--port={self.port}', '--no-browser',
                f'--IdentityProvider.token={self.token}', f'--ServerApp.root_dir={self.root}', '--LabApp.news_url=None',
@@ -241,7 +241,10 @@ def slider_session(report_dir, workdir=None, parameters: dict | None = None, lam
     exe = chromium_path(chromium)
     from playwright.sync_api import sync_playwright
     report_dir = Path(report_dir); report_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix='platonic_ta_lab_'))
+    if workdir is None:   # a folder of its own, removed afterwards
+        with tempfile.TemporaryDirectory(prefix='platonic_ta_lab_') as d:
+            return slider_session(report_dir, d, parameters, lam_steps, alpha_fraction, timeout, settle, env, chromium)
+    work = Path(workdir)
     nb = composition_copy(work, parameters)
     t0 = time.time()
     res = dict(screenshots=[])

@@ -1,5 +1,5 @@
 "Sweep specs: the errors a user meets, and a tiny sweep on a local Ray with 2 workers (the CLI, end to end)."
-import csv, json
+import csv, json, os
 import nbformat
 import pytest
 from pathlib import Path
@@ -66,3 +66,12 @@ def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):
     assert main(argv + ['--retry-failed']) == 1   # the failed cell runs again (and fails again); done cells do not
     assert {c: (out / 'cells' / c / 'status.json').stat().st_mtime_ns for c in done} == done
     assert (out / 'cells' / rows[0]['cell'] / 'failed-1.ipynb').exists()
+
+def test_entry_point_sweep_records_what_the_function_returns(tmp_path, monkeypatch, cache_dir):
+    (tmp_path / 'tinyentry.py').write_text("def score(a, b=2):\n    return {'tinyentry.sum': a + b}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv('PYTHONPATH', f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")   # the kernels import it too
+    from platonic_ta.sweep import run_sweep
+    sw = run_sweep(SweepSpec(entry='tinyentry:score', grid={'a': [1, 5]}, parameters={'b': 10}, name='entry'),
+                   tmp_path / 'out', tmp_path / 'report', workers=1, progress=False)
+    assert [(r['status'], r['a'], r['tinyentry.sum']) for r in sw.table()] == [('done', 1, 11), ('done', 5, 15)]
