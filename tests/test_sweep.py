@@ -62,10 +62,7 @@ def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):
     assert len({json.loads((out / 'cells' / r['cell'] / 'status.json').read_text())['pid'] for r in rows[1:]}) >= 1
     assert (rep / 'sweeps' / 'tiny.png').exists() and 'y must not be 0' in (rep / 'sweeps' / 'tiny.md').read_text()
     assert '## Sweeps\n\n### tiny' in (rep / 'index.md').read_text()   # the report page has the section
-    done = {r['cell']: (out / 'cells' / r['cell'] / 'status.json').stat().st_mtime_ns for r in rows[1:]}
-    assert main(argv + ['--retry-failed']) == 1   # the failed cell runs again (and fails again); done cells do not
-    assert {c: (out / 'cells' / c / 'status.json').stat().st_mtime_ns for c in done} == done
-    assert (out / 'cells' / rows[0]['cell'] / 'failed-1.ipynb').exists()
+    # (rerunning failed cells with retry_failed, and never the done ones, is checked in nbs/91_sweep.ipynb on the pool)
 
 def test_entry_point_sweep_records_what_the_function_returns(tmp_path, monkeypatch, cache_dir):
     (tmp_path / 'tinyentry.py').write_text("def score(a, b=2):\n    return {'tinyentry.sum': a + b}\n")
