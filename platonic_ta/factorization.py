@@ -330,8 +330,8 @@ def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenan
                 w.copy_((A @ w.double()).to(w.dtype))
                 if ll.bias is not None: ll.bias.copy_((A @ ll.bias.double()).to(ll.bias.dtype))
     op = hashlib.sha256(W.cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-    record_edit(edited, model, dict(kind='fold', layer=ll.path, shape=list(want), strength=c, operator_sha256=op,
-                                    **(provenance or {})), prior)
+    entry = dict(kind='fold', layer=ll.path, shape=list(want), strength=c, operator_sha256=op)
+    record_edit(edited, model, {**entry, **(provenance or {})}, prior)
     return edited
 
 # %% ../nbs/03_factorization.ipynb #3c0c1607
