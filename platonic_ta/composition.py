@@ -934,6 +934,7 @@ def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
 def heldout_split(task: str, exclude=None, n: int | None = None):
     "Training images of `task` not among `exclude` (a `Grid` of the task, or probe indices): a validation set."
     from platonic_ta.world import TaskData
+    if n is not None: n = check_count(n, 'n', 1, hint='the number of held-out images')
     data = world.load_task(task, 'train')
     if isinstance(exclude, Grid):
         if exclude.task != task: raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}")
@@ -942,7 +943,7 @@ def heldout_split(task: str, exclude=None, n: int | None = None):
     keep = torch.ones(len(data), dtype=torch.bool)
     if exclude is not None: keep[torch.as_tensor(exclude).long()] = False
     idx = keep.nonzero().flatten()
-    if n is not None: idx = idx[:check_count(n, 'n', 1, hint='the number of held-out images')]
+    if n is not None: idx = idx[:n]
     if len(idx) == 0: raise ValueError(f"task {task!r}: no training image is left outside the probes")
     return TaskData(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
 

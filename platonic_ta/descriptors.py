@@ -291,7 +291,8 @@ class EmbeddingCache:
                     tensors = dict(zip(names, outs))
                     meta = dict(key=json.dumps(key, sort_keys=True), checksum=_tensor_checksum(tensors),
                                 encoder=str(encoder.name), label=label, library_version=__version__)
-                    _atomic_save_safetensors(tensors, path, meta, overwrite=False)
+                    try: _atomic_save_safetensors(tensors, path, meta, overwrite=False)
+                    except FileExistsError: pass     # written meanwhile by a process without the lock: same key
                     return tuple(outs)
         self.hits += 1
         return got
