@@ -14,7 +14,8 @@ from tqdm.auto import tqdm
 from .heads import image_tower
 from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
 from .factorization import check_stack, record_edit
-from .guards import check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing
+from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
+                                json_digest)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'SplitLinear', 'SplitMultiheadAttention', 'split_attention_pool2d_class', 'expose_qkv', 'fold_qkv',
@@ -419,7 +420,7 @@ class AdapterFit:
         "Write `path.safetensors` (LoRA factors) and `path.json` (record with sha256), each atomically; never over existing files unless `overwrite`."
         from platonic_ta.zoo import save_artifact
         refuse_existing(_adapter_paths(path), overwrite, 'AdapterFit.save')
-        save_artifact(Path(path), self.tensors, self.meta)
+        save_artifact(Path(path), self.tensors, dict(self.meta, record_sha256=json_digest(self.meta)))
         return Path(path).with_suffix('.json')
 
     def __repr__(self):
@@ -527,6 +528,8 @@ def _peft_version() -> str:
     return peft.__version__
 
 # %% ../nbs/05_adapter.ipynb #bc054215
+_ARTIFACT_KEYS = ('record_sha256', 'sha256', 'library_version', 'torch_version', 'open_clip_version')   # added on save
+
 def load_adapter(target, path, check_target: bool = True, name: str | None = None, stack: bool = False):
     "The target with a saved adapter (`AdapterFit.save`) applied and merged; the file's sha256 and its target are checked."
     from platonic_ta.zoo import load_artifact
@@ -534,6 +537,10 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     check_kind(path, 'adapter')
     prior = check_stack(target, stack)
     tensors, meta = load_artifact(Path(path))
+    own = {k: v for k, v in meta.items() if k not in _ARTIFACT_KEYS}
+    if 'record_sha256' in meta and meta['record_sha256'] != json_digest(own):
+        raise ValueError(f"{Path(path).with_suffix('.json')} does not match its own digest (damaged, or edited by hand): "
+                         f"save the adapter again (AdapterFit.save) or refit it")
     if meta.get('kind') != 'adapter':
         raise ValueError(f"{path} is a {meta.get('kind')!r} file, not an adapter saved by AdapterFit.save")
     if check_target and meta['target_weights_hash'] != target.weights_hash():

@@ -17,7 +17,8 @@ from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features, base_weights_hash,
                                        edit_record, check_stack, record_edit, EditStackError)
-from .guards import check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind
+from .guards import (check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind,
+                                json_digest)
 from .heads import last_layer
 from .report import read_metrics
 from . import world
@@ -398,7 +399,8 @@ class OperatorBank:
         refuse_existing([st, js], overwrite, 'OperatorBank.save')
         man, tensors = self._manifest()
         if not tensors: raise BankError("the bank is empty: add operators before saving it")
-        _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum']}, overwrite)
+        _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
+                                               'manifest_sha256': json_digest(man)}, overwrite)
         _atomic_write_text(js, json.dumps(man, indent=1), overwrite)
         return js
 
@@ -423,6 +425,9 @@ class OperatorBank:
         except Exception as e: raise BankError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
         if meta.get('checksum') != man.get('checksum') or _tensor_checksum(tensors) != man.get('checksum'):
             raise BankError(f"{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}")
+        if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
+            raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
+                            f"by hand); {fix}")
         try:
             bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']))
             bank.grids = {h: dict(v) for h, v in man['grids'].items()}
@@ -593,6 +598,8 @@ def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rto
     if T_unit.shape[1] != z_ref.shape[1]:
         raise ValueError(f"T_unit has width {T_unit.shape[1]} but the embeddings {z_ref.shape[1]}: one embedding space")
     M_, n_, d_ = T_unit.shape[0], z_ref.shape[0], z_ref.shape[1]
+    if M_ == 0: raise ValueError("T_unit has no rows: a prediction needs at least one class")
+    if n_ == 0: return torch.zeros(0, dtype=torch.bool)
     check_alloc(8 * (M_ * M_ * (d_ + 1) + 3 * n_ * M_), 'certificate', 'certify fewer classes or records at once')
     z, E, T = z_ref.double(), Ez.double(), T_unit.double()
     if (T.norm(dim=1) == 0).any(): raise ValueError("T_unit has zero rows: every class needs a non-zero text embedding")
@@ -1017,6 +1024,8 @@ def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
         acc = v.double().clone()
         for c, sd in zip(cs, sds): acc += c * (sd[k].double() - v.double())
         new[k] = acc.to(v.dtype)
+        if not torch.isfinite(new[k]).all():
+            raise ValueError(f"coefficients {cs} overflow parameter {k!r} ({v.dtype}): pass smaller coefficients")
     out = copy.deepcopy(base)
     out.model.load_state_dict(new)
     record_edit(out, base, dict(kind='weight_space_sum', coeffs=[[str(getattr(ft, 'name', i)), c] for i, (c, ft) in

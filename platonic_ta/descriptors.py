@@ -15,7 +15,8 @@ from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from . import __version__
-from .guards import atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing
+from .guards import (atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing,
+                                 json_digest)
 
 # %% auto #0
 __all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'make_grid', 'union_grid',
@@ -450,9 +451,10 @@ class Descriptor:
         "Write `path.safetensors` (the matrix) and `path.json` (the manifest), each atomically; returns the JSON path."
         st, js = _desc_paths(path)
         refuse_existing([st, js], overwrite, 'Descriptor.save')
-        _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash},
-                                 overwrite)
-        _atomic_write_text(js, json.dumps(self.manifest(), ensure_ascii=False, indent=1), overwrite)
+        man = self.manifest()       # its digest goes into the other file: damage to either is caught on load
+        _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
+                                                                    'manifest_sha256': json_digest(man)}, overwrite)
+        _atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
         return js
 
     @classmethod
@@ -481,6 +483,9 @@ class Descriptor:
         if meta.get('grid_hash') != man.get('grid_hash'):
             raise DescriptorFileError(f"{st.name} and {js.name} belong to different descriptors (grid hashes "
                                       f"{meta.get('grid_hash')} and {man.get('grid_hash')}); {fix}")
+        if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
+            raise DescriptorFileError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or "
+                                      f"edited by hand); {fix}")
         if list(U.shape) != man.get('shape') or _tensor_checksum({'U': U}) != man.get('u_checksum'):
             raise DescriptorFileError(f"{st} does not hold the matrix its manifest describes (shape {list(U.shape)} vs "
                                       f"{man.get('shape')}, or a checksum mismatch); {fix}")

@@ -60,6 +60,7 @@ def svd_factors(X):
 def ridge_filter(s, rho):
     "`φ_ρ(s) = s/(s² + ρ)` (absolute `ρ`); with `ρ = 0`, the pseudo-inverse filter `1/s` (0 for negligible `s`)."
     s = _as_tensor(s, 's')
+    _check_finite(s, 's')
     rho = _check_ridge(rho, 'rho')
     if rho > 0: return s / (s * s + rho)
     cut = (s.abs().max() if s.numel() else 0) * max(s.shape[-1], 1) * torch.finfo(s.dtype).eps

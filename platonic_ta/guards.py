@@ -11,7 +11,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'AllocationError', 'machine_memory',
            'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'file_lock', 'file_kind', 'WrongKindError',
-           'wrong_kind', 'check_kind']
+           'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -162,6 +162,12 @@ def file_kind(path) -> str:
 
 class WrongKindError(ValueError):
     "A loader was given a file of another kind (an adapter where a bank is expected, ...)."
+
+def json_digest(obj) -> str:
+    "sha256 of `obj`'s canonical JSON (keys sorted, after a JSON round trip): a manifest's own checksum."
+    import hashlib
+    canon = json.dumps(json.loads(json.dumps(obj, default=str)), sort_keys=True, ensure_ascii=False, separators=(',', ':'))
+    return hashlib.sha256(canon.encode('utf-8')).hexdigest()
 
 def wrong_kind(path, want: str) -> str | None:
     "A sentence naming what the file at `path` is when it is a known kind other than `want` (else None)."

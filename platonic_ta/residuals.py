@@ -135,11 +135,16 @@ def implied_dispersion(cos):
         if not math.isfinite(cos) or not 0 < cos <= 1:
             raise ValueError(f"cos={cos}: the idealisation only gives cosines in (0, 1]; a mean cosine <= 0 means the "
                              f"residuals outweigh any shared component (no finite ρ)")
-        return math.sqrt(1 / cos - 1)
+        try: rho = math.sqrt(1 / cos - 1)
+        except (OverflowError, ZeroDivisionError): rho = math.inf
+        if not math.isfinite(rho): raise ValueError(f"cos={cos} is too close to 0: the implied dispersion overflows")
+        return rho
     c = _tensor(cos, 'cos')
     if ((c <= 0) | (c > 1)).any():
         raise ValueError("cos has entries outside (0, 1]: the idealisation only gives cosines in (0, 1]")
-    return (1 / c - 1).sqrt()
+    rho = (1 / c - 1).sqrt()
+    if not torch.isfinite(rho).all(): raise ValueError("cos has entries too close to 0: the implied dispersion overflows")
+    return rho
 
 # %% ../nbs/06_residuals.ipynb #7a023600
 def operator_agreement(theta_s, theta_t) -> torch.Tensor:
