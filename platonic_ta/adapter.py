@@ -475,6 +475,7 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     if not isinstance(cfg, AdapterConfig): raise TypeError(f"config must be an AdapterConfig, got {type(cfg).__name__}")
     over = {k: v for k, v in dict(steps=steps, lr=lr, seed=seed).items() if v is not None}
     cfg = dataclasses.replace(cfg, **over)        # re-runs the checks
+    check_alloc(64 * cfg.steps, f'the loss curve of {cfg.steps} steps', 'ask for fewer steps')
     terms = _check_terms(terms)
     t0 = time.time()
     device, dtype = _model_place(target.model)

@@ -636,6 +636,7 @@ def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(
     """{(family, task): Descriptor} for every fine-tune in zoo `Z` (a `platonic_ta.zoo.Zoo`), task t measured on
     `grids[t]` (a task's own grid, or a shared union grid); with several seeds the key is (family, task, seed)."""
     cache = cache if cache is not None else EmbeddingCache()
+    seeds = [check_seed(s) for s in seeds]
     out = {}
     fams = list(Z.families if families is None else families)
     todo = [(f, t, s) for f in fams for t in grids for s in seeds]

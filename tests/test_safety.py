@@ -10,7 +10,7 @@ torch.set_num_threads(1)
 
 from platonic_ta import world, zoo
 from platonic_ta.guards import AllocationError, WrongKindError, file_kind
-from platonic_ta.descriptors import Descriptor, EmbeddingCache, make_grid
+from platonic_ta.descriptors import Descriptor, EmbeddingCache, make_grid, zoo_descriptors
 from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import (OperatorBank, TargetMismatchError, weight_space_sum, certificate,
@@ -174,6 +174,9 @@ BAD_CALLS = {
     'sliders lam nan': (lambda s: Sliders({'t': None}, ['a'], ['x'], lam=float('nan')), ValueError),
     'adapter seed 2^64': (lambda s: AdapterConfig(seed=2 ** 64), ValueError),
     'lora rank 10^9': (lambda s: add_adapter(_exposed(s['target']), rank=10 ** 9), AllocationError),
+    'adapter steps 10^9': (lambda s: fit_adapter(s['target'], [(s['grid'], s['U'].float(), 1.0)], steps=10 ** 9,
+                                                 progress=False), AllocationError),
+    'zoo_descriptors seed 1.5': (lambda s: zoo_descriptors(None, {}, seeds=(0, 1.5)), TypeError),
     'lr_factor step > steps': (lambda s: lr_factor('cosine', 5, 3), ValueError),
     'forfeit min_own str': (lambda s: forfeited_gain(1.0, 2.0, min_own='0'), TypeError),
     'task_summary min nan': (lambda s: task_summary([], min_own_gain=float('nan')), ValueError),
