@@ -6,6 +6,7 @@
 from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
+from .guards import atomic_write
 
 # %% auto #0
 __all__ = ['STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'write_report', 'run_stages',
@@ -21,15 +22,11 @@ def repo_root(start: Path | None = None) -> Path:
     raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
 
 # %% ../nbs/90_report.ipynb #ed1b5ef5
-def _atomic_write_text(path: Path, text: str):
+def _atomic_write_text(path: Path, text: str, overwrite: bool = True):
     "Write through a temporary file in the same folder, then rename: a crash never leaves half a file."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w') as f: f.write(text)
-        os.replace(tmp, path)
-    finally:   # a failed write leaves no temporary file behind
-        if os.path.exists(tmp): os.remove(tmp)
+    def write(tmp):
+        with open(tmp, 'w') as f: f.write(text)
+    atomic_write(Path(path), write, overwrite)
 
 # %% ../nbs/90_report.ipynb #cf6f179e
 def _check_metrics(metrics: dict) -> dict:

@@ -12,6 +12,7 @@ SMOKE = {
                                         'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
                                         'zoo.min_pairwise_disagreement', 'zoo.build_s']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
+    '01b_guards.ipynb': ({}, []),
     '02_descriptors.ipynb': ({}, ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
     '03_factorization.ipynb': (dict(real_archs=[]), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
                                                      'factorization.mean_cross_gain']),
