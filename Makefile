@@ -1,6 +1,7 @@
 # platonic-ta: two commands on a fresh machine.
 #   make demo   install, build or load the zoo, run every stage notebook headless, write _runs/report/
 #   make test   install, check notebooks and library agree, nbdev_test, pytest
+#   make test-lab  the browser test (JupyterLab sliders in headless Chromium) and the composition sweep on Ray
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -9,16 +10,24 @@ STAMP := $(VENV)/.installed
 # torch and torchvision are pinned together: the local wheels, a CUDA build that runs on the CPU.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 NBDEV_PINS := nbdev==2.4.14 execnb==0.1.18 fastcore==1.14.5 ghapi==1.1.1
+# Debian's browser for the lab test (driven by playwright through executable_path: no browser download).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: install demo test test-slow sync clean-runs bench
+.PHONY: install demo test test-lab test-slow sync clean-runs bench
 
-install: $(STAMP)
+install: $(STAMP) $(CHROMIUM)
+
+# Installed once: skipped while the binary exists, and independent of the venv (never forces its reinstall).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver
 
 # Reinstall only when the install inputs change: a second `make test` installs nothing.
 $(STAMP): settings.ini setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q $(TORCH_PINS)
-	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev]'
+	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev,ray]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -27,7 +36,11 @@ sync: install
 
 test: install sync
 	$(BIN)/nbdev_test --n_workers 1
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --ignore=tests/lab
+
+# JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
+test-lab: install
+	$(BIN)/python -m pytest -q tests/lab
 
 # The heavy checks nbdev skips by default (cells flagged `#| slow`).
 test-slow: install

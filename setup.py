@@ -11,6 +11,7 @@ statuses = ['Pre-Alpha', 'Alpha', 'Beta', 'Production/Stable', 'Mature', 'Inacti
 lic = licenses[cfg['license'].lower()]
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
+ray_requirements = shlex.split(cfg.get('ray_requirements', ''))   # `pip install platonic_ta[ray]`: sweeps on Ray
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -27,7 +28,7 @@ setuptools.setup(
     include_package_data=True,
     package_data={'platonic_ta': ['data/*', 'data/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'ray': ray_requirements},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',

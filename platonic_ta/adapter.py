@@ -14,6 +14,9 @@ from tqdm.auto import tqdm
 from .heads import image_tower
 from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
 from .lora import expose_qkv, fold_qkv, qv_targets, add_adapter, merge_adapter, adapter_tensors
+from .factorization import check_stack, record_edit
+from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
+                                json_digest)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'lr_factor', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies',
@@ -26,6 +29,8 @@ SCHEDULES = ('constant', 'cosine')
 
 def lr_factor(schedule: str, step: int, steps: int) -> float:
     "Multiplier of the learning rate at `step` of `steps`: 1 throughout ('constant'), or a half cosine from 1 to 0 ('cosine')."
+    steps = check_count(steps, 'steps', 1)
+    step = check_count(step, 'step', 0, steps)
     if schedule == 'constant': return 1.0
     if schedule == 'cosine': return 0.5 * (1 + math.cos(math.pi * step / steps))
     raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -57,6 +62,7 @@ class AdapterConfig:
                              f"{self.batch!r}; e.g. AdapterConfig(batch=256)")
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        check_seed(self.seed)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}; e.g. AdapterConfig(schedule='cosine')")
         self.alpha, self.lr = float(self.alpha), float(self.lr)
@@ -109,6 +115,10 @@ def _model_place(model: nn.Module):
     return p.device, p.dtype
 
 # %% ../nbs/05_adapter.ipynb #e86f4004
+def _adapter_paths(path) -> list:
+    p = Path(path)
+    return [p.with_suffix('.safetensors'), p.with_suffix('.json')]
+
 @dataclass(eq=False)
 class AdapterFit:
     "One fitted edit: the edited encoder (LoRA merged), the loss curve, the LoRA factors and the record."
@@ -122,10 +132,11 @@ class AdapterFit:
     @property
     def seconds(self) -> float: return self.meta['seconds']
 
-    def save(self, path) -> Path:
-        "Write `path.safetensors` (LoRA factors) and `path.json` (record with sha256), each atomically."
+    def save(self, path, overwrite: bool = False) -> Path:
+        "Write `path.safetensors` (LoRA factors) and `path.json` (record with sha256), each atomically; never over existing files unless `overwrite`."
         from platonic_ta.zoo import save_artifact
-        save_artifact(Path(path), self.tensors, self.meta)
+        refuse_existing(_adapter_paths(path), overwrite, 'AdapterFit.save')
+        save_artifact(Path(path), self.tensors, dict(self.meta, record_sha256=json_digest(self.meta)))
         return Path(path).with_suffix('.json')
 
     def __repr__(self):
@@ -172,12 +183,15 @@ def _full_objective(visual, grids: dict, bs: int = 256) -> float:
 # %% ../nbs/05_adapter.ipynb #748c8518
 def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None, seed: int | None = None,
                 cache: EmbeddingCache | None = None, config: AdapterConfig | None = None, progress: bool = True,
-                save_path=None, name: str | None = None) -> AdapterFit:
+                save_path=None, name: str | None = None, overwrite: bool = False, stack: bool = False) -> AdapterFit:
     "Fit LoRA on the target's image-tower q and v so that on every term's grid `A_edit − A_0 ≈ coeff·U`; one joint optimisation."
+    if save_path is not None: refuse_existing(_adapter_paths(save_path), overwrite, 'fit_adapter(save_path=...)')
+    prior = check_stack(target, stack)
     cfg = config if config is not None else AdapterConfig()
     if not isinstance(cfg, AdapterConfig): raise TypeError(f"config must be an AdapterConfig, got {type(cfg).__name__}")
     over = {k: v for k, v in dict(steps=steps, lr=lr, seed=seed).items() if v is not None}
     cfg = dataclasses.replace(cfg, **over)        # re-runs the checks
+    check_alloc(64 * cfg.steps, f'the loss curve of {cfg.steps} steps', 'ask for fewer steps')
     terms = _check_terms(terms)
     t0 = time.time()
     device, dtype = _model_place(target.model)
@@ -221,8 +235,9 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
                 loss_start=loss_start, loss_final=loss_final, losses=losses, seconds=seconds,
                 s_per_step=t_fit / cfg.steps, peft_version=_peft_version())
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
+    record_edit(enc, target, dict(kind='adapter', config=asdict(cfg), terms=meta['terms']), prior)
     fit = AdapterFit(enc, losses, loss_final, loss_start, tensors, meta)
-    if save_path is not None: fit.save(save_path)
+    if save_path is not None: fit.save(save_path, overwrite)
     return fit
 
 def _peft_version() -> str:
@@ -230,11 +245,19 @@ def _peft_version() -> str:
     return peft.__version__
 
 # %% ../nbs/05_adapter.ipynb #bc054215
-def load_adapter(target, path, check_target: bool = True, name: str | None = None):
+_ARTIFACT_KEYS = ('record_sha256', 'sha256', 'library_version', 'torch_version', 'open_clip_version')   # added on save
+
+def load_adapter(target, path, check_target: bool = True, name: str | None = None, stack: bool = False):
     "The target with a saved adapter (`AdapterFit.save`) applied and merged; the file's sha256 and its target are checked."
     from platonic_ta.zoo import load_artifact
     from peft import set_peft_model_state_dict
+    check_kind(path, 'adapter')
+    prior = check_stack(target, stack)
     tensors, meta = load_artifact(Path(path))
+    own = {k: v for k, v in meta.items() if k not in _ARTIFACT_KEYS}
+    if 'record_sha256' in meta and meta['record_sha256'] != json_digest(own):
+        raise ValueError(f"{Path(path).with_suffix('.json')} does not match its own digest (damaged, or edited by hand): "
+                         f"save the adapter again (AdapterFit.save) or refit it")
     if meta.get('kind') != 'adapter':
         raise ValueError(f"{path} is a {meta.get('kind')!r} file, not an adapter saved by AdapterFit.save")
     if check_target and meta['target_weights_hash'] != target.weights_hash():
@@ -253,6 +276,7 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     enc.model = merge_adapter(pm).eval()
     enc.name, enc._hash = name or f'{target.name}+adapter', None
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
+    record_edit(enc, target, dict(kind='adapter', config=meta['config'], terms=meta.get('terms'), file=str(path)), prior)
     return enc
 
 # %% ../nbs/05_adapter.ipynb #71d5de14
@@ -261,11 +285,13 @@ def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: i
     import itertools
     families, tasks = list(families), list(tasks)
     if len(families) < 2: raise ValueError(f"cross-model cells need at least two families, got {families}")
+    alpha = check_number(alpha, 'alpha', 0, lo_open=True)
+    lam = check_number(lam, 'lam', 0, lo_open=True)
+    n_pairs, n_negations = check_count(n_pairs, 'n_pairs'), check_count(n_negations, 'n_negations')
+    check_alloc(1024 * len(families) * (n_pairs + n_negations), f'{len(families) * (n_pairs + n_negations)} cells',
+                'ask for fewer n_pairs / n_negations')
     if (n_pairs and len(tasks) < 2) or (n_negations and not tasks):
         raise ValueError(f"tasks {tasks}: additions need two tasks, negations one")
-    for name, c in (('alpha', alpha), ('lam', lam)):
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c <= 0:
-            raise ValueError(f"{name} must be a positive finite number, got {c!r}")
     pairs = list(itertools.combinations(tasks, 2))
     cells = []
     for i, f in enumerate(families):

@@ -15,7 +15,10 @@ from . import __version__
 from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _atomic_save_safetensors,
                                      _atomic_write_text, _read_safetensors, _tensor_checksum)
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
-                                       embedding_route_features, head_route_features)
+                                       embedding_route_features, head_route_features, base_weights_hash,
+                                       edit_record, check_stack, record_edit, EditStackError)
+from .guards import (check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind,
+                                json_digest)
 from .heads import last_layer
 from .report import read_metrics
 from . import world
@@ -96,13 +99,7 @@ def _descriptor_matrix(D, key) -> torch.Tensor:
     return U
 
 def _coeff(c, key) -> float:
-    try: x = float(c)
-    except (TypeError, ValueError):
-        raise TypeError(f"coefficient of {key!r} must be a number (α for addition, −λ for negation), got "
-                        f"{type(c).__name__}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"coefficient of {key!r} is {x}: pass a finite number (α for addition, −λ for negation)")
-    return x
+    return check_number(c, f'coefficient of {key!r}', hint='α for addition, −λ for negation')
 
 def _few(items, k: int = 12) -> str:
     items = list(items)
@@ -116,7 +113,9 @@ class OperatorBank:
     def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None):
         if route not in ROUTES: raise ValueError(f"route={route!r}: one of {ROUTES}")
         self.target_id, self.route, self.shape, self.dtype = dict(target_id), route, tuple(shape), dtype
-        self.target = target                   # the target encoder, when in memory (not saved)
+        self._target = None
+        self.target = target                   # the target encoder, when in memory (not saved); checked on assignment
+        self._checksum = None                  # the bank's identity: checksum of its operators (see `identity`)
         self.grids: dict = {}                  # grid_hash -> {'task', 'N', 'M', 'ridge_f', 'ridge_t', 'ridges'}
         self._ops: dict = {}                   # (source, task) -> Θ
         self._key_grid: dict = {}              # (source, task) -> grid_hash
@@ -245,6 +244,7 @@ class OperatorBank:
             self.grids[h] = dict(task=g.task, N=g.N, M=g.M, ridge_f=float(rf), ridge_t=float(rt), ridges=how)
             for k, th in zip(keys, thetas):
                 self._ops[k], self._key_grid[k] = th.contiguous(), h
+        self._checksum = None
         return self
 
     # --- inspection ------------------------------------------------------------------------------------------
@@ -275,6 +275,38 @@ class OperatorBank:
                 f"{len(self)} operators: sources {self.sources}, tasks {self.tasks}, {len(self.grids)} grids)")
 
     # --- targets and keys ------------------------------------------------------------------------------------
+    @property
+    def target(self):
+        "The unedited target encoder in memory (None after `load` without `target=`); assigning it checks its hash."
+        return self._target
+
+    @target.setter
+    def target(self, enc):
+        if enc is not None: self._check_base(enc, edited_ok=False)
+        self._target = enc
+
+    @property
+    def identity(self) -> dict:
+        "What an edit made from this bank records: the target (name, weights hash), the route and the operators' checksum."
+        if self._checksum is None: self._checksum = self._manifest()[0]['checksum']
+        return dict(target=dict(self.target_id), route=self.route, checksum=self._checksum)
+
+    def _check_base(self, enc, edited_ok: bool) -> None:
+        "Refuse a model whose unedited base is not this bank's target (both hashes named), or an edited one."
+        _target_id(enc)
+        base = base_weights_hash(enc)
+        if base != self.target_id['weights_hash']:
+            rec = edit_record(enc)
+            raise TargetMismatchError(
+                f"this bank was built for target {self.target_id['name']!r} (weights hash {self.target_id['weights_hash']}), "
+                f"but {getattr(enc, 'name', '?')!r} comes from base weights {base}"
+                + (f" (it carries {len(rec)} edit(s))" if rec else '') + ": operators only fit the model they were "
+                f"solved for; pass that target, or build a bank for this one with OperatorBank.build(target, grids, descriptors)")
+        if not edited_ok and edit_record(enc):
+            raise EditStackError(f"{getattr(enc, 'name', '?')!r} is an edited copy of this bank's target (it carries "
+                                 f"{len(edit_record(enc))} edit(s)): the bank's target must be the unedited model. To stack "
+                                 f"another edit on it, pass it explicitly: bank.apply(coeffs, target=edited, stack=True)")
+
     def check_target(self, target) -> None:
         "Raise `TargetMismatchError` unless `target` (an encoder or a weights hash) is this bank's target."
         h = target if isinstance(target, str) else _target_id(target)['weights_hash']
@@ -285,13 +317,13 @@ class OperatorBank:
                 f"not for {name!r} (weights {h}): operators only fit the model they were solved for; build a bank for "
                 f"that target with OperatorBank.build(target, grids, descriptors)")
 
-    def _resolve_target(self, target):
+    def _resolve_target(self, target, edited_ok: bool = False):
         if target is None:
             if self.target is None:
                 raise BankError(f"this bank has no target in memory: pass target= (the encoder "
                                 f"{self.target_id['name']!r} it was built for), e.g. OperatorBank.load(path, target=enc)")
-            return self.target
-        self.check_target(target)
+            target = self.target
+        self._check_base(target, edited_ok)
         return target
 
     def _norm(self, key) -> tuple:
@@ -331,11 +363,13 @@ class OperatorBank:
             if c != 0: theta.add_(self._ops[k], alpha=c)
         return theta
 
-    def apply(self, coeffs: Mapping, target=None):
+    def apply(self, coeffs: Mapping, target=None, stack: bool = False):
         "The target with `combine(coeffs)` folded once into its last layer (an edited copy; the target is untouched)."
-        target = self._resolve_target(target)
+        target = self._resolve_target(target, edited_ok=True)
         terms = self.terms(coeffs)
-        edited = fold_operator(target, self.combine(coeffs))
+        coeff_rec = [[s, t, self._key_grid[(s, t)], c] for (s, t), c in terms]
+        edited = fold_operator(target, self.combine(coeffs), stack=stack,
+                               provenance=dict(kind='bank', bank=self.identity, coeffs=coeff_rec))
         if hasattr(edited, 'name'):
             edited.name = f"{target.name}+edit[" + ', '.join(f'{c:+.3g}·{s}/{t}' for (s, t), c in terms) + ']'
         return edited
@@ -359,19 +393,22 @@ class OperatorBank:
                     grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
                     checksum=_tensor_checksum(tensors)), tensors
 
-    def save(self, path) -> Path:
+    def save(self, path, overwrite: bool = False) -> Path:
         "Write `path.safetensors` (operators) and `path.json` (manifest), each atomically; returns the JSON path."
         st, js = self._paths(path)
+        refuse_existing([st, js], overwrite, 'OperatorBank.save')
         man, tensors = self._manifest()
         if not tensors: raise BankError("the bank is empty: add operators before saving it")
-        _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum']})
-        _atomic_write_text(js, json.dumps(man, indent=1))
+        _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
+                                               'manifest_sha256': json_digest(man)}, overwrite)
+        _atomic_write_text(js, json.dumps(man, indent=1), overwrite)
         return js
 
     @classmethod
     def load(cls, path, target=None) -> 'OperatorBank':
         "Read a bank written by `save`; with `target=`, check it is the bank's target (weights hash) and keep it."
         st, js = cls._paths(path)
+        check_kind(st, 'operator bank')
         fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
         if not st.exists() and not js.exists():
             raise FileNotFoundError(f"no operator bank at {st.with_suffix('')} (expected {st.name} and {js.name}): build "
@@ -388,6 +425,9 @@ class OperatorBank:
         except Exception as e: raise BankError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
         if meta.get('checksum') != man.get('checksum') or _tensor_checksum(tensors) != man.get('checksum'):
             raise BankError(f"{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}")
+        if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
+            raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
+                            f"by hand); {fix}")
         try:
             bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']))
             bank.grids = {h: dict(v) for h, v in man['grids'].items()}
@@ -398,9 +438,8 @@ class OperatorBank:
                 bank._ops[(s, t)], bank._key_grid[(s, t)] = th, h
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise BankError(f"{js} is incomplete or inconsistent ({type(e).__name__}: {e}); {fix}") from e
-        if target is not None:
-            bank.check_target(target)
-            bank.target = target
+        bank._checksum = man['checksum']
+        if target is not None: bank.target = target      # checked: the unedited model the bank was built for
         return bank
 
     # --- fast path -----------------------------------------------------------------------------------------
@@ -460,8 +499,20 @@ class Scorer:
         if task not in self.sets: raise KeyError(f"no evaluation set {task!r}; this scorer has {self.tasks}")
         return self.sets[task]
 
+    def _theta(self, theta) -> torch.Tensor:
+        "`theta` checked: a finite float tensor of the bank's operator shape."
+        if not isinstance(theta, torch.Tensor) or not theta.is_floating_point():
+            raise TypeError(f"theta must be a float tensor of shape {self.bank.shape} (bank.combine(coeffs)), got "
+                            f"{type(theta).__name__} {getattr(theta, 'dtype', '')}")
+        if tuple(theta.shape) != self.bank.shape:
+            raise ValueError(f"theta has shape {tuple(theta.shape)}, but this bank's operators are {self.bank.shape}")
+        if not torch.isfinite(theta).all():
+            raise ValueError("theta has NaN or Inf entries: an edit needs a finite operator (check the coefficients)")
+        return theta.to(self.bank.dtype)
+
     def delta(self, theta: torch.Tensor, task: str) -> torch.Tensor:
         "The change of the embeddings of `task`'s set under operator `theta`: `W z` or `ΔW2 a + Δb2`."
+        theta = self._theta(theta)
         s = self._set(task)
         if self.route == 'head': return s['a'] @ theta[:, :-1].T + theta[:, -1]
         return s['z'] @ theta.T
@@ -472,11 +523,13 @@ class Scorer:
 
     def logits(self, theta: torch.Tensor, task: str) -> torch.Tensor:
         "`z′ T̂ᵀ` (n, M) regrouped as `z T̂ᵀ + X (T̂ Θ)ᵀ` (X = z, or [a, 1] on the head route): N·k·M per update."
+        theta = self._theta(theta)
         s = self._set(task)
         return s['L0'] + s['X'] @ (s['T'] @ theta).T
 
     def predict_theta(self, theta: torch.Tensor, tasks=None) -> dict:
         "`{task: predicted classes}` of the target edited by operator `theta`."
+        theta = self._theta(theta)
         return {t: self.logits(theta, t).argmax(1) for t in (tasks or self.tasks)}
 
     def score_theta(self, theta: torch.Tensor, tasks=None) -> dict:
@@ -526,15 +579,17 @@ def consensus_descriptor(descriptors: Sequence, source: str = 'consensus'):
 def shuffled_descriptor(U, seed: int = 0):
     "The null: `U` with its rows (probes) permuted by a seeded permutation; `Descriptor` in, `Descriptor` out."
     M = _U_of(U, 'U')
-    perm = torch.randperm(M.shape[0], generator=torch.Generator().manual_seed(int(seed)))
+    seed = check_seed(seed)
+    perm = torch.randperm(M.shape[0], generator=torch.Generator().manual_seed(seed))
     out = M[perm].clone()
     if not isinstance(U, Descriptor): return out
-    tag = dict(null='rows shuffled', seed=int(seed))
+    tag = dict(null='rows shuffled', seed=seed)
     return Descriptor(out, U.task, U.probe_hashes, U.prompts, U.classnames, {**U.source, **tag}, dict(U.base))
 
 # %% ../nbs/04_composition.ipynb #88a36fa2
 def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
     "Bool mask (n,): the prediction of each record cannot change when `Ez` is added to `z_ref` (DESIGN.md)."
+    rtol = check_number(rtol, 'rtol', lo=0, hint='a relative tolerance >= 0, e.g. 1e-9')
     for x, nm in ((z_ref, 'z_ref'), (Ez, 'Ez'), (T_unit, 'T_unit')):
         if not isinstance(x, torch.Tensor) or x.ndim != 2:
             raise ValueError(f"{nm} must be a 2-D tensor, got {getattr(x, 'shape', type(x).__name__)}")
@@ -542,7 +597,12 @@ def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rto
     if z_ref.shape != Ez.shape: raise ValueError(f"z_ref {tuple(z_ref.shape)} and Ez {tuple(Ez.shape)} must have one shape")
     if T_unit.shape[1] != z_ref.shape[1]:
         raise ValueError(f"T_unit has width {T_unit.shape[1]} but the embeddings {z_ref.shape[1]}: one embedding space")
+    M_, n_, d_ = T_unit.shape[0], z_ref.shape[0], z_ref.shape[1]
+    if M_ == 0: raise ValueError("T_unit has no rows: a prediction needs at least one class")
+    if n_ == 0: return torch.zeros(0, dtype=torch.bool)
+    check_alloc(8 * (M_ * M_ * (d_ + 1) + 3 * n_ * M_), 'certificate', 'certify fewer classes or records at once')
     z, E, T = z_ref.double(), Ez.double(), T_unit.double()
+    if (T.norm(dim=1) == 0).any(): raise ValueError("T_unit has zero rows: every class needs a non-zero text embedding")
     T = T / T.norm(dim=1, keepdim=True)
     S = z @ T.T                                                   # n × M (same argmax as the cosines)
     top = S.argmax(1)
@@ -616,6 +676,7 @@ def addition_sweep(scorer: Scorer, pairs: Sequence, sources: Sequence[str], alph
         for a, b in pairs:
             ctl = _controls(scorer, (a, b), controls)
             for al in alphas:
+                al = check_number(al, 'every alpha in alphas')
                 acc = scorer.score({(src, a): al, (src, b): al}, tasks=[a, b] + ctl)
                 rows.append(dict(source=src, task_a=a, task_b=b, alpha=float(al), acc_a=acc[a], acc_b=acc[b],
                                  gain_a=acc[a] - scorer.base[a], gain_b=acc[b] - scorer.base[b],
@@ -644,6 +705,7 @@ def negation_sweep(scorer: Scorer, task: str, source: str, lambdas=(0, 0.25, 0.5
     base_c = _mean(scorer.base[t] for t in ctl)
     rows = []
     for lam in lambdas:
+        lam = check_number(lam, 'every λ in lambdas')
         acc = scorer.score({(source, task): -float(lam)}, tasks=[task] + ctl)
         dr, cacc = scorer.base[task] - acc[task], _mean(acc[t] for t in ctl)
         dc = base_c - cacc
@@ -655,6 +717,7 @@ def negation_sweep(scorer: Scorer, task: str, source: str, lambdas=(0, 0.25, 0.5
 def multitask_scaling(scorer: Scorer, tasks: Sequence[str], source: str, alpha: float = 0.5,
                       schemes=('fixed', 'scaled'), controls=None) -> list:
     "Rows `scheme, J, alpha, mean_gain, min_gain, mean_acc, control_gain` for the first J tasks, J = 1..len(tasks)."
+    alpha = check_number(alpha, 'alpha')
     rows = []
     for scheme in schemes:
         if scheme not in ('fixed', 'scaled'): raise ValueError(f"scheme {scheme!r}: 'fixed' (α) or 'scaled' (α/J)")
@@ -706,9 +769,9 @@ class Sliders:
         if isinstance(alpha, Mapping):
             unknown = [t for t in alpha if t not in self.tasks]
             if unknown: raise KeyError(f"alpha names tasks {unknown} that have no slider; sliders: {self.tasks}")
-            self.alpha = {t: float(alpha.get(t, 0.0)) for t in self.tasks}
-        else: self.alpha = {t: float(alpha) for t in self.tasks}
-        self.lam, self.chart = float(lam), chart
+            self.alpha = {t: check_number(alpha.get(t, 0.0), f'alpha of {t!r}') for t in self.tasks}
+        else: self.alpha = {t: check_number(alpha, 'alpha') for t in self.tasks}
+        self.lam, self.chart = check_number(lam, 'lam'), chart
         self.widget = self._w = self._fig = None
         self.last_ms = self.last_refresh_ms = float('nan')
 
@@ -720,8 +783,9 @@ class Sliders:
         "The bank coefficients of a state (terms with coefficient 0 left out)."
         src, out = state['source'], {}
         for t, a in state.get('alphas', {}).items():
-            if float(a) != 0: out[(src, t)] = float(a)
-        neg, lam = state.get('negate'), float(state.get('lam', 0.0))
+            a = check_number(a, f'alpha of {t!r}')
+            if a != 0: out[(src, t)] = a
+        neg, lam = state.get('negate'), check_number(state.get('lam', 0.0), 'lam')
         if neg is not None and lam != 0: out[(src, neg)] = out.get((src, neg), 0.0) - lam
         return out
 
@@ -743,6 +807,7 @@ class Sliders:
     def time_update(self, state: Mapping | None = None, repeat: int = 21) -> float:
         "Median wall time of one `update` (the re-scoring callback) in milliseconds."
         state = state or self.initial_state()
+        repeat = check_count(repeat, 'repeat', 1, 10 ** 6)
         self.update(state)
         ts = []
         for _ in range(repeat):
@@ -856,7 +921,8 @@ def source_key(family: str, seed: int = 0) -> str:
     "Bank source name of `family`'s fine-tune of `seed`: the family name for seed 0, `family@s<seed>` otherwise."
     if not isinstance(family, str) or not family or '@' in family or family.startswith('null:'):
         raise ValueError(f"family {family!r}: pass a zoo family name such as 'vit_w96'")
-    return family if int(seed) == 0 else f'{family}@s{int(seed)}'
+    seed = check_seed(seed)
+    return family if seed == 0 else f'{family}@s{seed}'
 
 def null_key(source: str) -> str:
     "Bank source name of the null (rows shuffled) of `source`."
@@ -865,7 +931,7 @@ def null_key(source: str) -> str:
 def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
     "The seeds in `seeds` whose fine-tunes exist for every family and task of zoo `Z` (seed 0 first); 0 is required."
     from platonic_ta.zoo import ft_path
-    ok = [int(s) for s in dict.fromkeys(seeds)
+    ok = [check_seed(s) for s in dict.fromkeys(seeds)
           if all(ft_path(Z.path, f, t, int(s)).with_suffix('.json').exists() for f in Z.families for t in Z.tasks)]
     if 0 not in ok:
         raise FileNotFoundError(f"zoo {Z.path} lacks seed-0 fine-tunes for some family and task: build them with "
@@ -875,6 +941,7 @@ def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
 def heldout_split(task: str, exclude=None, n: int | None = None):
     "Training images of `task` not among `exclude` (a `Grid` of the task, or probe indices): a validation set."
     from platonic_ta.world import TaskData
+    if n is not None: n = check_count(n, 'n', 1, hint='the number of held-out images')
     data = world.load_task(task, 'train')
     if isinstance(exclude, Grid):
         if exclude.task != task: raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}")
@@ -883,16 +950,18 @@ def heldout_split(task: str, exclude=None, n: int | None = None):
     keep = torch.ones(len(data), dtype=torch.bool)
     if exclude is not None: keep[torch.as_tensor(exclude).long()] = False
     idx = keep.nonzero().flatten()
-    if n is not None: idx = idx[:int(n)]
+    if n is not None: idx = idx[:n]
     if len(idx) == 0: raise ValueError(f"task {task!r}: no training image is left outside the probes")
     return TaskData(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
 
 def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_decade: int = 2) -> tuple:
     "Relative ridges from `max(floor, lo)` to `hi` (`per_decade` a decade): `select_ridges`'s search space with a floor."
-    floor = float(floor)
-    if not (math.isfinite(floor) and 0 <= floor <= hi):
-        raise ValueError(f"ridge floor {floor} must be a number in [0, {hi}] (relative to the top squared singular value)")
+    lo = check_number(lo, 'lo', 0, lo_open=True, hint='the smallest relative ridge, e.g. 1e-8')
+    hi = check_number(hi, 'hi', lo, lo_open=True, hint='the largest relative ridge, above lo')
+    per_decade = check_count(per_decade, 'per_decade', 1, 1000)
+    floor = check_number(floor, 'ridge floor', 0, hi, hint='relative to the top squared singular value')
     n = int(round(math.log10(hi / lo) * per_decade)) + 1
+    check_alloc(64 * n, f'a ridge grid of {n} values', 'pass fewer per_decade or a narrower [lo, hi]')
     grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
     if floor <= lo: return tuple(grid)
     return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
@@ -905,15 +974,16 @@ def resolve_ridge_floor(ridge_floor, report_dir=None) -> float:
             raise ValueError(f"ridge_floor='composition' needs composition.ridge_floor in {report_dir}/metrics.json: run "
                              "04_composition with the same report_dir first, or pass a number (0 for no floor)")
         return float(m['composition.ridge_floor'])
-    if isinstance(ridge_floor, str) or not math.isfinite(float(ridge_floor)) or float(ridge_floor) < 0:
+    if isinstance(ridge_floor, str):
         raise ValueError(f"ridge_floor must be a number >= 0 or 'composition', got {ridge_floor!r}")
-    return float(ridge_floor)
+    return check_number(ridge_floor, 'ridge_floor', 0, hint="a number >= 0 or 'composition'")
 
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
              consensus: bool = True, nulls: bool = True, ridges='auto', ridge_grid=None,
              cache: EmbeddingCache | None = None, null_seed: int = 0) -> OperatorBank:
     "Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text)."
-    families, seeds = list(families), [int(s) for s in seeds]
+    families, seeds = list(families), [check_seed(s) for s in seeds]
+    null_seed = check_seed(null_seed, 'null_seed')
     if family not in families: raise ValueError(f"target family {family!r} is not among the families {families}")
     if not seeds or seeds[0] != 0: raise ValueError(f"seeds={seeds}: seed 0 comes first (it names the family's source)")
     gl = list(grids.values()) if isinstance(grids, Mapping) else list(grids)
@@ -937,8 +1007,11 @@ def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
     "Classic task arithmetic: a copy of `base` with weights `θ₀ + Σ c_k (θ_k − θ₀)` (one model, its own fine-tunes)."
     import copy
     finetunes = list(finetunes)
-    cs = [float(coeffs)] * len(finetunes) if isinstance(coeffs, (int, float)) else [float(c) for c in coeffs]
+    single = isinstance(coeffs, str) or not isinstance(coeffs, (Sequence, torch.Tensor)) or (isinstance(coeffs, torch.Tensor) and coeffs.ndim == 0)
+    cs = [_coeff(coeffs, 'every fine-tune')] * len(finetunes) if single else \
+         [_coeff(c, f'fine-tune {i}') for i, c in enumerate(coeffs)]
     if len(cs) != len(finetunes): raise ValueError(f"{len(finetunes)} fine-tunes but {len(cs)} coefficients")
+    check_stack(base, stack=False)   # classic task arithmetic starts from the unedited base
     sd0 = base.model.state_dict()
     sds = [ft.model.state_dict() for ft in finetunes]
     for i, sd in enumerate(sds):
@@ -951,8 +1024,12 @@ def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
         acc = v.double().clone()
         for c, sd in zip(cs, sds): acc += c * (sd[k].double() - v.double())
         new[k] = acc.to(v.dtype)
+        if not torch.isfinite(new[k]).all():
+            raise ValueError(f"coefficients {cs} overflow parameter {k!r} ({v.dtype}): pass smaller coefficients")
     out = copy.deepcopy(base)
     out.model.load_state_dict(new)
+    record_edit(out, base, dict(kind='weight_space_sum', coeffs=[[str(getattr(ft, 'name', i)), c] for i, (c, ft) in
+                                                              enumerate(zip(cs, finetunes))]))
     out.name = f"{base.name}+ws[" + ', '.join(f'{c:+.3g}·{getattr(ft, "name", i)}' for i, (c, ft) in enumerate(zip(cs, finetunes))) + ']'
     return out
 
@@ -993,5 +1070,6 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
 
 def median_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tuple:
     "`(median, count)` of the per-task retentions of `cell_rows` whose own gain exceeds `min_own_gain` (NaN if none)."
+    min_own_gain = check_number(min_own_gain, 'min_own_gain')
     vals = [c[f'retention_{x}'] for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
     return (statistics.median(vals) if vals else float('nan')), len(vals)

@@ -15,6 +15,8 @@ from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from . import __version__
+from .guards import (atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing,
+                                 json_digest)
 
 # %% auto #0
 __all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'make_grid', 'union_grid',
@@ -143,6 +145,7 @@ def _resolve_task(task, split: str = 'train'):
 
 def make_grid(task, n_probes: int, seed: int = 0, templates: Sequence[str] | None = None) -> Grid:
     "Grid of `task` (a name, or a loaded training-split `TaskData`): `n_probes` probes drawn with a seeded permutation."
+    seed = check_seed(seed)
     data = _resolve_task(task, 'train')
     n = len(data.images)
     if isinstance(n_probes, bool) or not isinstance(n_probes, int) or n_probes < 1:
@@ -150,7 +153,7 @@ def make_grid(task, n_probes: int, seed: int = 0, templates: Sequence[str] | Non
     if n_probes > n:
         raise ValueError(f"task {data.name!r} has {n} images in its training split; n_probes={n_probes} is too many: "
                          f"ask for at most {n}")
-    idx = torch.randperm(n, generator=torch.Generator().manual_seed(int(seed)))[:n_probes]
+    idx = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:n_probes]
     return Grid(task=data.name, images=data.images[idx], prompts=class_prompts(data.classnames, templates or data.templates),
                 classnames=data.classnames, probe_index=idx, seed=int(seed))
 
@@ -188,15 +191,10 @@ def _tensor_checksum(tensors: dict) -> str:
         h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
     return h.hexdigest()
 
-def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    os.close(fd)
-    try:
-        save_file({k: v.contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp): os.remove(tmp)
+def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict, overwrite: bool = True):
+    "Write `tensors` to `path` through a temporary file; without `overwrite`, never replace an existing file."
+    atomic_write(Path(path), lambda tmp: save_file({k: v.contiguous() for k, v in tensors.items()}, tmp,
+                                                   metadata=metadata), overwrite)
 
 from .report import _atomic_write_text   # one atomic text writer for the package
 
@@ -212,8 +210,9 @@ class EmbeddingCache:
                  bar_min_batches: int = 4):
         self.root = Path(root).expanduser() if root is not None else cache_root()
         self.dir = self.root / 'embeddings'
-        if int(batch_size) < 1: raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self.batch_size, self.progress, self.bar_min_batches = int(batch_size), progress, bar_min_batches
+        self.batch_size = check_count(batch_size, 'batch_size', 1, hint='images per forward pass, e.g. 256')
+        self.bar_min_batches = check_count(bar_min_batches, 'bar_min_batches', 0)
+        self.progress = progress
         self.hits = self.misses = 0
 
     def __repr__(self): return f"EmbeddingCache({str(self.dir)!r}, batch_size={self.batch_size}, hits={self.hits}, misses={self.misses})"
@@ -258,35 +257,46 @@ class EmbeddingCache:
             if bad: raise ValueError(f"{desc}: the encoder produced NaN or Inf for inputs {_few(bad)}; nothing was cached")
         return outs
 
+    def _read_entry(self, path: Path, key: dict, n_rows: int, names: tuple):
+        "The tensors of the valid cache file `path`, or None (a corrupt file is deleted with a warning)."
+        if not path.exists(): return None
+        try:
+            tensors, meta = _read_safetensors(path)
+            problem = None
+            if meta.get('key') != json.dumps(key, sort_keys=True): problem = 'its key does not match the request'
+            elif sorted(tensors) != sorted(names): problem = f'it holds {sorted(tensors)}, expected {sorted(names)}'
+            elif any(t.ndim != 2 or t.shape[0] != n_rows for t in tensors.values()):
+                problem = f'shapes {[tuple(t.shape) for t in tensors.values()]} do not have {n_rows} rows'
+            elif meta.get('checksum') != _tensor_checksum(tensors): problem = 'its checksum does not match its contents'
+            elif not all(torch.isfinite(t).all() for t in tensors.values()): problem = 'it holds NaN or Inf'
+        except FileNotFoundError: return None
+        except Exception as e:  # safetensors raises its own error type for truncated or garbled files
+            problem = f'it cannot be read ({type(e).__name__}: {e})'
+        if problem is None: return tuple(tensors[k] for k in names)
+        warnings.warn(f"embedding cache file {path} is corrupt: {problem}; deleted it and recomputing",
+                      CacheCorruptionWarning)
+        try: path.unlink()
+        except FileNotFoundError: pass
+        return None
+
     def _get(self, encoder, kind: str, inputs_hash: str, n_rows: int, names: tuple, compute, label: str = ''):
         key = self.key(encoder, inputs_hash, kind)
         path = self.path(key)
-        if path.exists():
-            try:
-                tensors, meta = _read_safetensors(path)
-                problem = None
-                if meta.get('key') != json.dumps(key, sort_keys=True): problem = 'its key does not match the request'
-                elif sorted(tensors) != sorted(names): problem = f'it holds {sorted(tensors)}, expected {sorted(names)}'
-                elif any(t.ndim != 2 or t.shape[0] != n_rows for t in tensors.values()):
-                    problem = f'shapes {[tuple(t.shape) for t in tensors.values()]} do not have {n_rows} rows'
-                elif meta.get('checksum') != _tensor_checksum(tensors): problem = 'its checksum does not match its contents'
-                elif not all(torch.isfinite(t).all() for t in tensors.values()): problem = 'it holds NaN or Inf'
-            except Exception as e:  # safetensors raises its own error type for truncated or garbled files
-                problem = f'it cannot be read ({type(e).__name__}: {e})'
-            if problem is None:
-                self.hits += 1
-                return tuple(tensors[k] for k in names)
-            warnings.warn(f"embedding cache file {path} is corrupt: {problem}; deleted it and recomputing",
-                          CacheCorruptionWarning)
-            try: path.unlink()
-            except FileNotFoundError: pass
-        self.misses += 1
-        outs = compute()
-        tensors = dict(zip(names, outs))
-        meta = dict(key=json.dumps(key, sort_keys=True), checksum=_tensor_checksum(tensors), encoder=str(encoder.name),
-                    label=label, library_version=__version__)
-        _atomic_save_safetensors(tensors, path, meta)
-        return tuple(outs)
+        got = self._read_entry(path, key, n_rows, names)
+        if got is None:
+            with file_lock(path):      # one process fills an entry; the others wait for it, then read its file
+                got = self._read_entry(path, key, n_rows, names)
+                if got is None:
+                    self.misses += 1
+                    outs = compute()
+                    tensors = dict(zip(names, outs))
+                    meta = dict(key=json.dumps(key, sort_keys=True), checksum=_tensor_checksum(tensors),
+                                encoder=str(encoder.name), label=label, library_version=__version__)
+                    try: _atomic_save_safetensors(tensors, path, meta, overwrite=False)
+                    except FileExistsError: pass     # written meanwhile by a process without the lock: same key
+                    return tuple(outs)
+        self.hits += 1
+        return got
 
     @staticmethod
     def _check_hashes(images, hashes):
@@ -437,17 +447,21 @@ class Descriptor:
                     u_checksum=_tensor_checksum({'U': self.U.detach().cpu()}), source=self.source, base=self.base,
                     probe_hashes=self.probe_hashes, prompts=self.prompts, classnames=self.classnames)
 
-    def save(self, path) -> Path:
-        "Write `path.safetensors` (the matrix) and `path.json` (the manifest); returns the JSON path."
+    def save(self, path, overwrite: bool = False) -> Path:
+        "Write `path.safetensors` (the matrix) and `path.json` (the manifest), each atomically; returns the JSON path."
         st, js = _desc_paths(path)
-        _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash})
-        _atomic_write_text(js, json.dumps(self.manifest(), ensure_ascii=False, indent=1))
+        refuse_existing([st, js], overwrite, 'Descriptor.save')
+        man = self.manifest()       # its digest goes into the other file: damage to either is caught on load
+        _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
+                                                                    'manifest_sha256': json_digest(man)}, overwrite)
+        _atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
         return js
 
     @classmethod
     def load(cls, path) -> 'Descriptor':
         "Read a descriptor written by `save`; clear errors for missing, mismatched or damaged files."
         st, js = _desc_paths(path)
+        check_kind(st, 'descriptor')
         if not st.exists() and not js.exists():
             raise FileNotFoundError(f"no descriptor at {st.with_suffix('')}: expected {st.name} and {js.name}; compute it with "
                                     f"Descriptor.from_encoders(ft, base, grid) and .save(path)")
@@ -469,6 +483,9 @@ class Descriptor:
         if meta.get('grid_hash') != man.get('grid_hash'):
             raise DescriptorFileError(f"{st.name} and {js.name} belong to different descriptors (grid hashes "
                                       f"{meta.get('grid_hash')} and {man.get('grid_hash')}); {fix}")
+        if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
+            raise DescriptorFileError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or "
+                                      f"edited by hand); {fix}")
         if list(U.shape) != man.get('shape') or _tensor_checksum({'U': U}) != man.get('u_checksum'):
             raise DescriptorFileError(f"{st} does not hold the matrix its manifest describes (shape {list(U.shape)} vs "
                                       f"{man.get('shape')}, or a checksum mismatch); {fix}")
@@ -619,6 +636,7 @@ def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(
     """{(family, task): Descriptor} for every fine-tune in zoo `Z` (a `platonic_ta.zoo.Zoo`), task t measured on
     `grids[t]` (a task's own grid, or a shared union grid); with several seeds the key is (family, task, seed)."""
     cache = cache if cache is not None else EmbeddingCache()
+    seeds = [check_seed(s) for s in seeds]
     out = {}
     fams = list(Z.families if families is None else families)
     todo = [(f, t, s) for f in fams for t in grids for s in seeds]
@@ -636,6 +654,6 @@ def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(
                 warnings.warn(f'{path}: {e}; recomputing', CacheCorruptionWarning); D = None
         if D is None:
             D = Descriptor.from_encoders(ft, base, grids[t], cache)
-            D.save(path)
+            D.save(path, overwrite=True)     # the name is the content's (weights and grid hashes): replace a bad copy
         out[(f, t) if len(seeds) == 1 else (f, t, s)] = D
     return out

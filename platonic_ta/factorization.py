@@ -4,14 +4,19 @@
 
 # %% ../nbs/03_factorization.ipynb #ec2d309c
 from __future__ import annotations
-import copy, math
+import copy, hashlib, json, math
+from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
 from .heads import last_layer, image_tower, image_features, head_parts
+from .guards import (check_number, check_count, check_seed, check_alloc, atomic_write, refuse_existing,
+                                check_kind)
 
 # %% auto #0
 __all__ = ['svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator', 'embedding_route_features', 'head_route_features',
-           'RidgeSelection', 'select_ridges', 'plot_ridge_sweep', 'fold_operator', 'fold_rel_err']
+           'RidgeSelection', 'select_ridges', 'plot_ridge_sweep', 'EditRecordError', 'EditStackError',
+           'weights_hash_of', 'edit_record', 'base_weights_hash', 'check_stack', 'record_edit', 'fold_operator',
+           'save_edited', 'load_edited', 'fold_rel_err']
 
 # %% ../nbs/03_factorization.ipynb #d928d701
 def _as_tensor(x, name: str) -> torch.Tensor:
@@ -31,12 +36,8 @@ def _check_finite(t: torch.Tensor, name: str):
                          f"(or drop those rows) before solving")
 
 def _check_ridge(r, name: str) -> float:
-    try: r = float(r)
-    except (TypeError, ValueError): raise TypeError(f"{name} must be a number, got {type(r).__name__}") from None
-    if not math.isfinite(r) or r < 0:
-        raise ValueError(f"{name}={r} is invalid: pass a relative ridge >= 0 (e.g. 1e-2); it is scaled by the "
-                         f"factor's largest squared singular value")
-    return r
+    return check_number(r, name, lo=0, hint="a relative ridge >= 0, e.g. 1e-2; it is scaled by the factor's largest "
+                                            "squared singular value")
 
 def _nonzero_rows(t: torch.Tensor, name: str, what: str):
     n = torch.linalg.vector_norm(t, dim=-1)
@@ -59,6 +60,7 @@ def svd_factors(X):
 def ridge_filter(s, rho):
     "`φ_ρ(s) = s/(s² + ρ)` (absolute `ρ`); with `ρ = 0`, the pseudo-inverse filter `1/s` (0 for negligible `s`)."
     s = _as_tensor(s, 's')
+    _check_finite(s, 's')
     rho = _check_ridge(rho, 'rho')
     if rho > 0: return s / (s * s + rho)
     cut = (s.abs().max() if s.numel() else 0) * max(s.shape[-1], 1) * torch.finfo(s.dtype).eps
@@ -132,7 +134,7 @@ class GridFactors:
 # %% ../nbs/03_factorization.ipynb #6a276916
 def _rank_cap(theta: torch.Tensor, rank: int) -> torch.Tensor:
     "Best rank-`rank` approximation of each Θ (ablation: nonlinear in U)."
-    if not isinstance(rank, int) or rank < 1: raise ValueError(f"rank must be a positive int or None, got {rank!r}")
+    rank = check_count(rank, 'rank', 1, hint='a positive int, or None for no cap')
     P, S, Qh = torch.linalg.svd(theta, full_matrices=False)
     r = min(rank, S.shape[-1])
     return (P[..., :r] * S[..., None, :r]) @ Qh[..., :r, :]
@@ -184,13 +186,14 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     grid_t = grid_f if grid_t is None else tuple(float(r) for r in grid_t)
     if not grid_f or not grid_t: raise ValueError("the ridge grids must not be empty: pass e.g. np.logspace(-8, 0, 9)")
     for r in grid_f + grid_t: _check_ridge(r, 'every ridge in the grid')
-    if not 0 < holdout < 1: raise ValueError(f"holdout={holdout}: pass the held-out share of probes, in (0, 1)")
+    holdout = check_number(holdout, 'holdout', 0, 1, lo_open=True, hi_open=True, hint='the held-out share of probes')
+    seed = check_seed(seed)
     F0, T_hat = _prep_FT(F, T)
     N = F0.shape[0]
     n_ho = max(1, int(round(holdout * N)))
     if N - n_ho < 1: raise ValueError(f"only {N} probe(s): need at least 2 to hold some out")
     U, _ = _check_U(U, N, T_hat.shape[0], F0.device)
-    perm = torch.randperm(N, generator=torch.Generator().manual_seed(int(seed))).to(F0.device)
+    perm = torch.randperm(N, generator=torch.Generator().manual_seed(seed)).to(F0.device)
     fit, ho = perm[n_ho:], perm[:n_ho]
     fac = GridFactors(F0[fit], T_hat)                  # SVD of the fit part, once for the whole grid
     dtype = torch.promote_types(fac.dtype, U.dtype)
@@ -201,6 +204,9 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     H = Pt * St                                        # T̂ Q_t = P_t S_t: M × r_t
     U_ho = U[..., ho, :]
     scale = torch.linalg.vector_norm(U_ho).clamp_min(torch.finfo(dtype).tiny)
+    n_stack = math.prod(U.shape[:-2])
+    check_alloc(3 * n_stack * len(grid_t) * n_ho * U.shape[-1] * U.element_size(), 'select_ridges',
+                'pass a shorter grid_t or fewer descriptors at once')
     phis_t = torch.stack([ridge_filter(St, r * float(St.max()) ** 2) for r in grid_t])   # J × r_t
     B = phis_t[:, :, None] * H.mT                      # J × r_t × M
     scores = torch.empty(len(grid_f), len(grid_t), dtype=torch.float64)
@@ -228,15 +234,72 @@ def plot_ridge_sweep(sel: RidgeSelection, ax=None, title: str = 'held-out descri
     ax.set_title(title, fontsize=9)
     return fig
 
+# %% ../nbs/03_factorization.ipynb #b729170a
+class EditRecordError(ValueError):
+    "A model's edit record does not describe its weights, or an edited checkpoint does not fit the model given."
+
+class EditStackError(EditRecordError):
+    "An edit was asked of a model that already carries one, without `stack=True`."
+
+_RECORD = 'pta_edits'     # attribute of the image tower holding the record (deep-copied with the model)
+
+def weights_hash_of(model) -> str:
+    "`model.weights_hash()` for a dual encoder, else the same digest (sha256 of names, shapes, bytes) of its state dict."
+    if hasattr(model, 'weights_hash'): return str(model.weights_hash())
+    m = model if isinstance(model, torch.nn.Module) else getattr(model, 'model', model)
+    if not isinstance(m, torch.nn.Module):
+        raise TypeError(f"cannot hash the weights of a {type(model).__name__}: pass a dual encoder or an nn.Module")
+    h = hashlib.sha256()
+    for k, v in sorted(m.state_dict().items()):
+        h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
+        h.update(v.detach().contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()[:32]
+
+def edit_record(model) -> list:
+    "The edits folded into `model`, oldest first (`[]` for an unedited model); copies of the entries."
+    return [dict(e) for e in getattr(image_tower(model), _RECORD, [])]
+
+def base_weights_hash(model) -> str:
+    "Weights hash of the unedited model `model` came from (its own hash when it carries no edit)."
+    rec = edit_record(model)
+    return rec[0]['base_weights_hash'] if rec else weights_hash_of(model)
+
+def _describe(rec: list) -> str:
+    return '; '.join(f"{e.get('kind')}" + (f" of bank {e['bank']['checksum'][:12]}" if isinstance(e.get('bank'), dict) else '')
+                     for e in rec)
+
+def check_stack(model, stack: bool = False) -> list:
+    "`model`'s edit record after checking it matches the weights; `EditStackError` if it has edits and not `stack`."
+    if not isinstance(stack, bool): raise TypeError(f"stack must be True or False, got {stack!r}")
+    rec = edit_record(model)
+    if not rec: return rec
+    now = weights_hash_of(model)
+    if rec[-1].get('weights_hash') != now:
+        raise EditRecordError(f"the model's weights (hash {now}) changed after its last recorded edit (which left "
+                              f"{rec[-1].get('weights_hash')}): its edit record no longer describes it; start again from "
+                              f"the unedited base (weights {rec[0].get('base_weights_hash')})")
+    if not stack:
+        raise EditStackError(f"this model already carries {len(rec)} edit(s) ({_describe(rec)}), from base weights "
+                             f"{rec[0].get('base_weights_hash')}: a second edit would stack on the first. Pass stack=True "
+                             f"to stack on purpose, or edit the unedited base")
+    return rec
+
+def record_edit(edited, before, entry: dict, prior: list | None = None) -> None:
+    "Give `edited` (made from `before`) the record of `before` plus `entry`, with the base and new weights hashes."
+    prior = edit_record(before) if prior is None else prior
+    base = prior[0]['base_weights_hash'] if prior else weights_hash_of(before)
+    entry = json.loads(json.dumps(dict(entry, base_weights_hash=base, weights_hash=weights_hash_of(edited)), default=str))
+    setattr(image_tower(edited), _RECORD, [dict(e) for e in prior] + [entry])
+
 # %% ../nbs/03_factorization.ipynb #e399c1a2
 def _expected_shape(ll):
     return (ll.d, ll.k + 1) if ll.kind == 'residual_head' else (ll.d, ll.d)
 
-def fold_operator(model, W, strength: float = 1.0):
-    "Edited deep copy of `model` whose embedding is `(I + strength·W) z` (head route: `z + c(ΔW2 a + Δb2)`)."
+def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenance: dict | None = None):
+    "Edited deep copy of `model` whose embedding is `(I + strength·W) z` (head route: `z + c(ΔW2 a + Δb2)`); see below."
     W = _as_tensor(W, 'W')
-    c = float(strength)
-    if not math.isfinite(c): raise ValueError(f"strength={strength}: pass a finite number")
+    c = check_number(strength, 'strength', hint='the edit strength c in (I + cW), e.g. 1.0')
+    prior = check_stack(model, stack)
     ll = last_layer(model)
     want = _expected_shape(ll)
     if tuple(W.shape) != want:
@@ -267,18 +330,73 @@ def fold_operator(model, W, strength: float = 1.0):
             else:
                 w.copy_((A @ w.double()).to(w.dtype))
                 if ll.bias is not None: ll.bias.copy_((A @ ll.bias.double()).to(ll.bias.dtype))
+    op = hashlib.sha256(W.cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+    entry = dict(kind='fold', layer=ll.path, shape=list(want), strength=c, operator_sha256=op)
+    record_edit(edited, model, {**entry, **(provenance or {})}, prior)
     return edited
+
+# %% ../nbs/03_factorization.ipynb #3c0c1607
+_EDITED = 'platonic_ta.edited_model'
+
+def _torch_model(model) -> torch.nn.Module:
+    m = model if isinstance(model, torch.nn.Module) else getattr(model, 'model', None)
+    if not isinstance(m, torch.nn.Module):
+        raise TypeError(f"expected a dual encoder or an nn.Module, got {type(model).__name__}")
+    return m
+
+def save_edited(model, path, overwrite: bool = False) -> Path:
+    "Write the weights of (edited) `model` with its edit record in the safetensors metadata; returns the path."
+    from safetensors.torch import save_file
+    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
+    refuse_existing([path], overwrite, 'save_edited')
+    rec = check_stack(model, stack=True)
+    meta = dict(format=_EDITED, edits=json.dumps(rec), base_weights_hash=base_weights_hash(model),
+                weights_hash=weights_hash_of(model))
+    sd = {k: v.detach().cpu().contiguous().clone() for k, v in _torch_model(model).state_dict().items()}
+    atomic_write(path, lambda tmp: save_file(sd, tmp, metadata=meta), overwrite)
+    return path
+
+def load_edited(base, path):
+    "A copy of `base` with the weights and the edit record saved by `save_edited` (checked against both hashes)."
+    from safetensors import safe_open
+    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
+    if not path.exists(): raise FileNotFoundError(f"no edited model at {path}: save one with save_edited(model, path)")
+    check_kind(path, 'edited model checkpoint')
+    try:
+        with safe_open(str(path), framework='pt') as f:
+            meta = f.metadata() or {}
+            sd = {k: f.get_tensor(k) for k in f.keys()}
+        rec = json.loads(meta['edits'])
+    except Exception as e:
+        raise EditRecordError(f"{path} cannot be read as an edited model checkpoint ({type(e).__name__}: {e}); save it "
+                              f"again with save_edited") from e
+    if meta.get('format') != _EDITED or not isinstance(rec, list):
+        raise EditRecordError(f"{path} is not an edited model checkpoint (no platonic_ta edit record in its metadata)")
+    have = base_weights_hash(base)
+    if have != meta.get('base_weights_hash'):
+        raise EditRecordError(f"{path} holds an edit of base weights {meta.get('base_weights_hash')}, but the model given "
+                              f"comes from base weights {have}: load it onto the base it was edited from")
+    out = copy.deepcopy(base)
+    try: _torch_model(out).load_state_dict(sd)
+    except RuntimeError as e:
+        raise EditRecordError(f"{path} does not fit this model's architecture ({str(e)[:300]})") from e
+    got = weights_hash_of(out)
+    if got != meta.get('weights_hash'):
+        raise EditRecordError(f"{path} is damaged: its weights hash to {got}, not to the recorded {meta.get('weights_hash')}")
+    setattr(image_tower(out), _RECORD, rec)
+    return out
 
 # %% ../nbs/03_factorization.ipynb #c43217da
 def fold_rel_err(model, x, W, strength: float = 1.0) -> float:
     "Max row-wise relative error between the folded model's `encode_image(x)` and the edit applied to `z`."
+    strength = check_number(strength, 'strength')
     ll = last_layer(model)
     with torch.no_grad():
         u, z = image_features(model, x)
         W = _as_tensor(W, 'W').to(torch.float64)
         if ll.kind == 'residual_head': want = z.double() + strength * (u.double() @ W[:, :ll.k].T + W[:, ll.k])
         else: want = z.double() @ (torch.eye(ll.d, dtype=torch.float64) + strength * W).T
-        got = _model_of(fold_operator(model, W, strength)).encode_image(x).double()
+        got = _model_of(fold_operator(model, W, strength, stack=True)).encode_image(x).double()
     return ((got - want).norm(dim=-1) / want.norm(dim=-1)).max().item()
 
 def _model_of(obj):

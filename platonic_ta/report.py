@@ -6,10 +6,11 @@
 from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
+from .guards import atomic_write
 
 # %% auto #0
 __all__ = ['STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'write_report', 'run_stages',
-           'run_benches', 'main']
+           'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -21,15 +22,11 @@ def repo_root(start: Path | None = None) -> Path:
     raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
 
 # %% ../nbs/90_report.ipynb #ed1b5ef5
-def _atomic_write_text(path: Path, text: str):
+def _atomic_write_text(path: Path, text: str, overwrite: bool = True):
     "Write through a temporary file in the same folder, then rename: a crash never leaves half a file."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w') as f: f.write(text)
-        os.replace(tmp, path)
-    finally:   # a failed write leaves no temporary file behind
-        if os.path.exists(tmp): os.remove(tmp)
+    def write(tmp):
+        with open(tmp, 'w') as f: f.write(text)
+    atomic_write(Path(path), write, overwrite)
 
 # %% ../nbs/90_report.ipynb #cf6f179e
 def _check_metrics(metrics: dict) -> dict:
@@ -75,7 +72,7 @@ def save_figure(fig, name: str, report_dir: str | Path | None = None):
 
 # %% ../nbs/90_report.ipynb #59851cd8
 def write_report(report_dir: str | Path) -> Path:
-    "Write `report_dir/index.md`: a table of every recorded metric, then every figure grouped by stage."
+    "Write `report_dir/index.md`: a table of every recorded metric, every figure, then a section per sweep that ran."
     report_dir = Path(report_dir)
     metrics = read_metrics(report_dir)
     lines = ['# platonic-ta report', '',
@@ -86,6 +83,8 @@ def write_report(report_dir: str | Path) -> Path:
     lines += ['']
     for png in sorted(report_dir.glob('*.png')):
         lines += [f'## {png.stem}', '', f'![{png.stem}]({png.name})', '']
+    sweeps = sorted((report_dir / 'sweeps').glob('*.md'))   # one section per sweep (platonic_ta.sweep.write_summary)
+    if sweeps: lines += ['## Sweeps', ''] + [p.read_text() for p in sweeps]
     out = report_dir / 'index.md'
     _atomic_write_text(out, '\n'.join(lines))
     return out
@@ -135,19 +134,37 @@ def run_benches(report_dir: Path, benches=None):
         subprocess.run([sys.executable, str(root / b), '--report-dir', str(report_dir)], check=True, cwd=root)
 
 # %% ../nbs/90_report.ipynb #646d7887
+def run_lab(report_dir: Path) -> int:
+    "Screenshots of the composition sliders in JupyterLab (`platonic_ta.lab.slider_session`) into `report_dir`."
+    from platonic_ta.lab import slider_session, BrowserMissing
+    print('[platonic-ta] the composition sliders in JupyterLab (headless Chromium) ...', flush=True)
+    try: r = slider_session(report_dir)
+    except BrowserMissing as e:
+        print(f'[platonic-ta] no screenshots of the sliders: {e}', file=sys.stderr)
+        return 1
+    print(f"[platonic-ta] sliders in the page: {', '.join(p.name for p in r['screenshots'])} ({r['total_s']:.0f}s)", flush=True)
+    return 0
+
 def main(argv=None):
-    "`platonic-ta demo` runs every stage notebook and writes the report; `platonic-ta report` only rewrites the page."
+    "`platonic-ta demo` runs every stage notebook and writes the report; `platonic-ta report` only rewrites the page; `platonic-ta sweep SPEC` runs a sweep."
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['sweep']:   # its own options (`platonic-ta sweep --help`)
+        from platonic_ta.sweep import sweep_main
+        return sweep_main(argv[1:])
     ap = argparse.ArgumentParser(prog='platonic-ta', description=main.__doc__)
-    ap.add_argument('command', choices=['demo', 'report'])
+    ap.add_argument('command', choices=['demo', 'report', 'sweep'])
     ap.add_argument('--out', default=None, help='output folder (default: <repo>/_runs)')
-    ap.add_argument('--only', nargs='*', default=None, help='stage notebooks to run (default: all)')
+    ap.add_argument('--only', nargs='*', default=None, help="stage notebooks to run, or 'lab' for the slider screenshots (default: all)")
     a = ap.parse_args(argv)
     out = Path(a.out) if a.out else repo_root() / '_runs'
+    rc = 0
     if a.command == 'demo':
         stages = STAGES if not a.only else {k: v for k, v in STAGES.items() if any(k.startswith(o) for o in a.only)}
-        if a.only and not stages: ap.error(f'--only matched no stage; stages are {list(STAGES)}')
-        run_stages(out, stages)
+        lab = not a.only or 'lab' in a.only
+        if a.only and not stages and not lab: ap.error(f"--only matched no stage; stages are {list(STAGES)} and 'lab'")
+        if stages: run_stages(out, stages)
         if not a.only: run_benches(out / 'report')
+        if lab: rc = run_lab(out / 'report')
     page = write_report(out / 'report')
     print(f'[platonic-ta] report: {page}')
-    return 0
+    return rc

@@ -13,6 +13,7 @@ import torch
 
 from .descriptors import Descriptor, GridMismatchError, descriptor_cosine
 from .factorization import GridFactors, _as_tensor, _check_finite
+from .guards import check_number
 
 # %% auto #0
 __all__ = ['AGREEMENTS', 'PAPER', 'shared_component', 'residuals', 'dispersion', 'pairwise_cosines', 'mean_offdiag',
@@ -134,11 +135,16 @@ def implied_dispersion(cos):
         if not math.isfinite(cos) or not 0 < cos <= 1:
             raise ValueError(f"cos={cos}: the idealisation only gives cosines in (0, 1]; a mean cosine <= 0 means the "
                              f"residuals outweigh any shared component (no finite ρ)")
-        return math.sqrt(1 / cos - 1)
+        try: rho = math.sqrt(1 / cos - 1)
+        except (OverflowError, ZeroDivisionError): rho = math.inf
+        if not math.isfinite(rho): raise ValueError(f"cos={cos} is too close to 0: the implied dispersion overflows")
+        return rho
     c = _tensor(cos, 'cos')
     if ((c <= 0) | (c > 1)).any():
         raise ValueError("cos has entries outside (0, 1]: the idealisation only gives cosines in (0, 1]")
-    return (1 / c - 1).sqrt()
+    rho = (1 / c - 1).sqrt()
+    if not torch.isfinite(rho).all(): raise ValueError("cos has entries too close to 0: the implied dispersion overflows")
+    return rho
 
 # %% ../nbs/06_residuals.ipynb #7a023600
 def operator_agreement(theta_s, theta_t) -> torch.Tensor:
@@ -183,8 +189,7 @@ def amplification(U_s, U_t, theta_s, theta_t) -> torch.Tensor:
 # %% ../nbs/06_residuals.ipynb #20db4e3b
 def forfeited_gain(gain_cross, gain_own, min_own: float = 0.0):
     "`1 − gain_cross/gain_own`, NaN where `gain_own <= min_own`; numbers in give a float, tensors a tensor."
-    m = float(min_own)
-    if not math.isfinite(m) or m < 0: raise ValueError(f"min_own={min_own}: pass a finite threshold >= 0 (in the gains' unit)")
+    m = check_number(min_own, 'min_own', 0, hint="a threshold >= 0, in the gains' unit")
     scalar = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (gain_cross, gain_own))
     gc, go = _tensor(torch.as_tensor(gain_cross, dtype=torch.float64) if scalar else gain_cross, 'gain_cross'), \
              _tensor(torch.as_tensor(gain_own, dtype=torch.float64) if scalar else gain_own, 'gain_own')
@@ -233,6 +238,8 @@ def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence |
     """One row per source of `own`'s task: descriptor, operator and shift-field agreement with the target's own edit
     (`own` = its `(family, task)` key in `bank` and `descriptors`), amplification, and with a `scorer` the gains (points)
     and forfeited gain. Reads only the bank, the descriptors and the scorer: no forward pass."""
+    strength = check_number(strength, 'strength')
+    min_own_gain = check_number(min_own_gain, 'min_own_gain', 0)
     tgt, task = own
     if own not in bank: raise KeyError(f"the bank has no operator {own!r} (the target's own descriptor of {task!r}): add it")
     if own not in descriptors: raise KeyError(f"no descriptor {own!r} in descriptors")
@@ -272,6 +279,7 @@ AGREEMENTS = ('descriptor_agreement', 'operator_agreement', 'shift_agreement')
 
 def task_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:
     "`{task: means of the rows' agreements and gains, forfeit = 1 − mean gain_cross / mean gain_own}`."
+    min_own_gain = check_number(min_own_gain, 'min_own_gain', 0)
     out = {}
     for task in dict.fromkeys(r['task'] for r in rows):
         rs = [r for r in rows if r['task'] == task]

@@ -23,3 +23,13 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason='slow: run `make test-slow`')
     for item in items:
         if 'slow' in item.keywords: item.add_marker(skip)
+
+def pytest_terminal_summary(terminalreporter):
+    "Report how many inputs the property-based suite (tests/test_fuzz.py) tried."
+    import sys
+    mod = sys.modules.get('test_fuzz')
+    counts, examples = getattr(mod, 'COUNTS', None), getattr(mod, 'EXAMPLES', None)
+    if counts:
+        terminalreporter.write_line(f"hypothesis: {sum(examples.values())} inputs generated over {len(examples)} properties, "
+                                    f"{sum(counts.values())} calls tried over {len(counts)} functions and loaders "
+                                    f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")

@@ -140,7 +140,8 @@ def test_save_load(tiny, tmp_path):
     os.replace(tmp_path / 'vit.safetensors', tmp_path / 'bank.safetensors')
     with pytest.raises(BankError, match='checksum'): OperatorBank.load(tmp_path / 'bank')
     with pytest.raises(FileNotFoundError, match='incomplete'): OperatorBank.load(other)
-    other = tiny['banks']['vit_w96'].save(tmp_path / 'vit')
+    with pytest.raises(FileExistsError, match='overwrite=True'): tiny['banks']['vit_w96'].save(tmp_path / 'vit')
+    other = tiny['banks']['vit_w96'].save(tmp_path / 'vit', overwrite=True)
     other.write_text('{not json')
     with pytest.raises(BankError, match='not valid JSON'): OperatorBank.load(other)
 
@@ -320,8 +321,8 @@ def test_names_and_floored_grid():
     for fl in (1e-4, 3e-3, 1e-1, 1.0):
         g = floored_ridge_grid(fl)
         assert g[0] == fl and min(g) == fl and abs(max(g) - 1) < 1e-12 and list(g) == sorted(g)
-    with pytest.raises(ValueError, match='must be a number'): floored_ridge_grid(float('nan'))
-    with pytest.raises(ValueError, match='must be a number'): floored_ridge_grid(2.0)
+    with pytest.raises(ValueError, match='ridge floor=nan is not a finite number'): floored_ridge_grid(float('nan'))
+    with pytest.raises(ValueError, match='ridge floor=2.0 is out of range'): floored_ridge_grid(2.0)
 
 
 def test_heldout_split_is_disjoint_from_probes():

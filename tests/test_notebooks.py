@@ -12,6 +12,8 @@ SMOKE = {
                                         'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
                                         'zoo.min_pairwise_disagreement', 'zoo.build_s']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
+    '01b_guards.ipynb': ({}, []),
+    '01c_lora.ipynb': ({}, []),
     '02_descriptors.ipynb': ({}, ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
     '03_factorization.ipynb': (dict(real_archs=[]), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
                                                      'factorization.mean_cross_gain']),
@@ -24,6 +26,8 @@ SMOKE = {
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
     '90_report.ipynb': ({}, []),
+    '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
+    '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
 }
 
 @pytest.mark.parametrize('nb', sorted(SMOKE))
