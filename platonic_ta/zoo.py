@@ -101,12 +101,12 @@ FAMILIES = {f.name: f for f in [
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
                dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
-               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5, finetune=dict(lr=1.5e-3),
+               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5, finetune=dict(lr=3e-3),
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
-FINETUNE = dict(steps=200, batch=64, lr=3e-3, rank=4, alpha=8.0,   # source fine-tunes: LoRA on q and v
-                distill=0.0, distill_n=2048,   # distillation weight, and the caption-corpus images it keeps
+FINETUNE = dict(steps=400, batch=64, lr=6e-3, rank=4, alpha=8.0,   # source fine-tunes: LoRA on q and v
+                distill=2.0, distill_n=2048,   # distillation weight, and the caption-corpus images it keeps
                 off_task=False)                # distil only the part of each move off the task's class directions
 
 # %% ../nbs/01_zoo.ipynb #4dbd3f6f
