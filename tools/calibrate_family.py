@@ -3,7 +3,7 @@
 Usage: .venv/bin/python tools/calibrate_family.py FAMILY STEPS TAG [JSON]
   JSON: FamilySpec overrides (e.g. {"lr": 0.001}), plus optional "cap" (caption_corpus kwargs),
   "ft_steps" and "ft" (finetune overrides). Weights go to _runs/calibrate/FAMILY_TAG (or $CALIBRATE_OUT/FAMILY_TAG).
-Evaluation as tools/eval_family.py (its `evaluate`); fine-tunes on counting, glyphs, arrows, textures only."""
+Evaluation as tools/eval_family.py (its `evaluate`); fine-tunes on tallies, weaves, scales, grounds only."""
 import os, sys, time, json, dataclasses, functools, torch
 torch.set_num_threads(1)
 from pathlib import Path
@@ -23,4 +23,4 @@ save_artifact(Path(os.environ.get('CALIBRATE_OUT', '_runs/calibrate')) / f'{fam}
 def tuned(t):
     t1 = time.time(); ft, _, fl = finetune(enc, t, steps=ftsteps, progress=False, **ftkw)
     return ft, f' (loss {fl[0]:.2f}->{fl[-1]:.2f}, {time.time()-t1:.0f}s)'
-evaluate(enc, tuned, ('counting', 'glyphs', 'arrows', 'textures'))
+evaluate(enc, tuned, ('tallies', 'weaves', 'scales', 'grounds'))

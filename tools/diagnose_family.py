@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from platonic_ta import world
 from platonic_ta.zoo import (load_base, family_encoder, create_family_model, finetune, zero_shot_accuracy, linear_probe_accuracy, shipped_zoo_dir)
 
-HARD = ['layout', 'arrows', 'glyphs', 'digits', 'textures']
+HARD = ['grounds', 'weaves', 'scales', 'tallies', 'digits']
 
 def _probe(Xtr, ytr, Xte, yte, C=10.0):
     "Logistic regression on standardised features (u and z have different scales)."
