@@ -401,7 +401,12 @@ def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None
     "The source fine-tune of (family, task, seed): the base with its LoRA merged."
     base = base or load_base(family, zoo)
     zdir = Path(zoo) if zoo else Path(base.meta.get('zoo', default_zoo_dir()))
-    tensors, meta = load_artifact(ft_path(zdir, base.meta['family'], task, seed))
+    fp = ft_path(zdir, base.meta['family'], task, seed)
+    if not fp.with_suffix('.json').exists():
+        have = sorted(p.stem for p in (zdir / base.meta['family'] / 'ft').glob('*.json'))
+        raise KeyError(f"the zoo in {zdir} has no fine-tune of {base.meta['family']!r} on task {task!r} with seed {seed}; "
+                       f"it holds {have or 'none'} (task_sSEED); build it with build_zoo([{base.meta['family']!r}], [{task!r}], seeds=({seed},))")
+    tensors, meta = load_artifact(fp)
     enc = copy.deepcopy(base)
     enc.model = load_adapter_tensors(enc.model, tensors, meta['finetune']['rank'], meta['finetune']['alpha']).eval()
     enc.model.eval(); enc.name = f"{base.meta['family']}+ft:{task}:s{seed}"

@@ -47,6 +47,9 @@ def test_build_resume_and_corrupt_file_is_rebuilt_not_used(tmp_path):
     ft = zoo.load_finetune('rn_w16', 'tallies', zoo=tmp_path)
     base = zoo.load_base('rn_w16', tmp_path)
     assert ft.weights_hash() != base.weights_hash()
+    with pytest.raises(KeyError, match=r"no fine-tune of 'rn_w16' on task 'weaves' with seed 0; it holds \['tallies_s0'\]"):
+        zoo.load_finetune('rn_w16', 'weaves', zoo=tmp_path)      # an unknown task is named as such, with what exists
+    with pytest.raises(KeyError, match='with seed 7'): zoo.load_finetune('rn_w16', 'tallies', seed=7, zoo=tmp_path)
 
 def test_fine_tune_of_another_recipe_is_named_not_overwritten(tmp_path):
     kw = dict(zoo=tmp_path, pretrain_steps=2, progress=False)
