@@ -1,4 +1,4 @@
-"""Diagnose what limits a zoo family (dev tool). Every figure in session 4's note on #3 comes from one of these.
+"""Diagnose what limits a zoo family (dev tool). Three diagnostics: features u against embeddings z, tasks without their domain shift, and fine-tune strength per family.
 
 Usage: .venv/bin/python tools/diagnose_family.py WHAT FAMILY [ZOO] [JSON]
   features   probe on the tower's pre-projection features u against the embedding z, and a random-init tower's
