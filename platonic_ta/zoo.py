@@ -416,22 +416,45 @@ def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None
 def _build_worker(args):
     fam, kw = args
     torch.set_num_threads(1)             # one process per core: torch's own threads would fight each other
-    return build_zoo([fam], **kw)
+    return _build([fam], **kw)
 
 def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
               finetune_steps: int | None = None, progress: bool = True, workers: int = 1) -> Path:
     "Build (or resume) pretrained families and their source fine-tunes; valid artefacts are kept, bad ones rebuilt."
+    t0 = time.time()
+    zoo = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers)
+    log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, and its wall time
+    runs = json.loads(log.read_text()) if log.exists() else []
+    runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
+                     finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t0,
+                     finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())))
+    _atomic_write_text(log, json.dumps(runs, indent=1))
+    return zoo
+
+def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune_steps=None, progress=True,
+           workers=1) -> Path:
     zoo = Path(zoo or default_zoo_dir())
     families = list(FAMILIES) if families is None else list(families)
     tasks = world.list_tasks(controls=False) if tasks is None else list(tasks)
     for t in tasks: world._check_task(t, 'train')
     for fam in families: _family(fam)
-    if workers > 1 and len(families) > 1:   # one family per process
+    if workers > 1 and len(families) * max(1, len(tasks)) > 1:
+        # one job per family's pretraining (the longest first), then one job per (family, task) as soon as its base exists
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-        kw = dict(tasks=tasks, seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress)
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress)
+        order = sorted(families, key=lambda f: -_family(f).steps if pretrain_steps is None else 0)
         with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
-            list(ex.map(_build_worker, [(f, kw) for f in families]))
+            try:
+                bases = {ex.submit(_build_worker, (f, dict(kw, tasks=[]))): f for f in order}
+                jobs = []
+                for done in as_completed(bases):
+                    done.result()
+                    jobs += [ex.submit(_build_worker, (bases[done], dict(kw, tasks=[t]))) for t in tasks]
+                for j in as_completed(jobs): j.result()
+            except BaseException:
+                ex.shutdown(wait=True, cancel_futures=True)   # what is queued is dropped; what runs finishes and is kept
+                raise
         return zoo
     for fam in families:
         f = _family(fam)
@@ -544,6 +567,11 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
 # %% ../nbs/01_zoo.ipynb #b2c21f58
 SHIP_LIMIT_MB = 30   # the package carries at most this much zoo
 
+def _wall_seconds(zoo: Path) -> float | None:
+    "The wall time of the builds and resumes that made a zoo folder (its BUILDS.json), None when it has no record."
+    log = Path(zoo) / 'BUILDS.json'
+    return float(sum(r['wall_seconds'] for r in json.loads(log.read_text()))) if log.exists() else None
+
 def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_zoo(workers=2)') -> Path:
     "Copy a complete zoo of today's recipe (bases and `seeds` fine-tunes, verified) into the package, with a manifest."
     import shutil
@@ -565,7 +593,7 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     secs = [json.loads(p.with_suffix('.json').read_text()).get('seconds', 0.0) for p in files]
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
         command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
-        build_seconds=float(sum(secs)), family_seeds={f: FAMILIES[f].seed for f in z.families},
+        build_seconds=float(sum(secs)), build_wall_seconds=_wall_seconds(src), family_seeds={f: FAMILIES[f].seed for f in z.families},
         library_version=platonic_ta.__version__, torch_version=torch.__version__), indent=1))
     if dest.exists():                                      # keep the previous copy until the new one is in place
         old = dest.with_name(dest.name + f'.old-{int(time.time())}'); os.replace(dest, old); shutil.rmtree(old)
