@@ -9,8 +9,8 @@ from pathlib import Path
 from .guards import atomic_write
 
 # %% auto #0
-__all__ = ['STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'write_report', 'run_stages',
-           'run_benches', 'run_lab', 'main']
+__all__ = ['PAPER', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'paper_table',
+           'write_report', 'run_stages', 'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -71,13 +71,40 @@ def save_figure(fig, name: str, report_dir: str | Path | None = None):
     return path
 
 # %% ../nbs/90_report.ipynb #59851cd8
+PAPER = [  # (metric, effect, the paper's figure)
+    ('zoo.min_family_mean_gain', 'fine-tune gain over zero-shot, weakest family (points)', 'about +40'),
+    ('zoo.max_family_control_cost', "fine-tune's control cost, worst family (points)", '7.1'),
+    ('descriptors.same_task_cross_model_cos', 'descriptor cosine, one task across models', '0.473'),
+    ('descriptors.diff_task_within_model_cos', 'descriptor cosine, different tasks within a model', '0.227'),
+    ('composition.median_retention_single', 'retention, one task, single source (strength 1)', '0.74'),
+    ('composition.median_retention_consensus', 'retention, one task, consensus of the other families', '0.80'),
+    ('composition.median_retention_pairs', 'retention, two tasks composed at α = 0.5', '0.74-0.80'),
+    ('composition.cross_pair_gain_a05', 'gain of two composed tasks at α = 0.5, cross-model (points)', '+11.6 to +18.1'),
+    ('composition.cross_pair_control_cost_a05', 'control cost of that composition (points)', '1.7'),
+    ('composition.negation_removed_l05', 'negation at λ = 0.5: points removed', '23.0'),
+    ('composition.negation_control_cost_l05', 'negation at λ = 0.5: control cost (points)', '1.0 to 1.7'),
+    ('composition.negation_removed_l1', 'negation at λ = 1: points removed', '35.2'),
+    ('composition.negation_control_cost_l1', 'negation at λ = 1: control cost (points)', '4.5 to 6.7'),
+    ('composition.certified_share', 'share of evaluation records the certificate covers', '0.478'),
+    ('composition.certified_changed', 'certified predictions that changed', '0'),
+]
+
+def paper_table(metrics: dict) -> list:
+    "Markdown lines: each `PAPER` effect, this run's value of its metric, and the paper's figure."
+    lines = ['| effect | here | paper | metric |', '| --- | --- | --- | --- |']
+    for key, what, paper in PAPER:
+        here = f'{metrics[key]:.3g}' if key in metrics else 'not recorded'
+        lines.append(f'| {what} | {here} | {paper} | `{key}` |')
+    return lines
+
 def write_report(report_dir: str | Path) -> Path:
-    "Write `report_dir/index.md`: a table of every recorded metric, every figure, then a section per sweep that ran."
+    "Write `report_dir/index.md`: the effects beside the paper's, every recorded metric, every figure, each sweep that ran."
     report_dir = Path(report_dir)
     metrics = read_metrics(report_dir)
     lines = ['# platonic-ta report', '',
              f'Generated {time.strftime("%Y-%m-%d %H:%M:%S")} by `platonic-ta report`. '
              'Every number below was written by a stage notebook run (see `_runs/*.ipynb`).', '',
+             '## Beside the paper', ''] + paper_table(metrics) + ['', '## Every metric', '',
              '| metric | value |', '| --- | --- |']
     lines += [f'| `{k}` | {v:.6g} |' for k, v in sorted(metrics.items())]
     lines += ['']
