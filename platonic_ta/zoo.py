@@ -17,7 +17,7 @@ from . import world
 from .heads import image_features, last_layer
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
 from .report import _atomic_write_text
-from .guards import file_lock, atomic_write
+from .guards import file_lock, atomic_write, json_digest
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
@@ -366,7 +366,12 @@ def save_artifact(path: Path, tensors: dict, meta: dict):
     atomic_write(st, lambda tmp: save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp))
     meta = dict(meta, sha256=_sha256(st), library_version=platonic_ta.__version__, torch_version=torch.__version__,
                 open_clip_version=open_clip.__version__)
-    _atomic_write_text(path.with_suffix('.json'), json.dumps(meta, indent=1, default=str))
+    _atomic_write_text(path.with_suffix('.json'), json.dumps(_sealed(meta), indent=1, default=str))
+
+def _sealed(meta: dict) -> dict:
+    "`meta` with `digest`: the checksum of everything else in it, so a damaged or edited JSON is caught on load."
+    body = {k: v for k, v in meta.items() if k != 'digest'}
+    return dict(body, digest=json_digest(body))
 
 def _clear_leftovers(path: Path):
     "Remove the temporary files a killed build left for this artefact (call it holding the artefact's lock)."
@@ -382,6 +387,8 @@ def load_artifact(path: Path) -> tuple:
     if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {path.parent}')
     try: meta = json.loads(js.read_text())
     except json.JSONDecodeError as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
+    if 'digest' in meta and _sealed(meta)['digest'] != meta['digest']:
+        raise ArtifactError(f'{js} does not match its own digest: it was damaged or edited by hand')
     if meta.get('sha256') != _sha256(st): raise ArtifactError(f'{st} does not match the sha256 in {js.name} (truncated or corrupt)')
     return load_file(str(st)), meta
 
@@ -620,7 +627,10 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     for p in files:
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
-        for x in ('.safetensors', '.json'): shutil.copy2(p.with_suffix(x), out.with_suffix(x))
+        shutil.copy2(p.with_suffix('.safetensors'), out.with_suffix('.safetensors'))
+        meta = json.loads(p.with_suffix('.json').read_text())      # verified above; the copy carries its digest
+        out.with_suffix('.json').write_text(json.dumps(_sealed(meta), indent=1, default=str))
+    size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
     secs = [json.loads(p.with_suffix('.json').read_text()).get('seconds', 0.0) for p in files]
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
         command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
