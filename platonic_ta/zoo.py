@@ -21,11 +21,11 @@ from .guards import file_lock, atomic_write, json_digest
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
-           'finetune_recipe', 'create_family_model', 'text_limits', 'DualEncoder', 'family_encoder', 'contrastive_loss',
-           'pretrain', 'class_embeddings', 'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy',
-           'cache_root', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact',
-           'base_path', 'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo',
-           'ship_zoo', 'load_open_clip']
+           'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'DualEncoder',
+           'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune', 'predict',
+           'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
+           'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -135,6 +135,14 @@ def create_family_model(family, seed: int | None = None) -> nn.Module:
     return CLIP(f.embed_dim, vision, text)
 
 # %% ../nbs/01_zoo.ipynb #f0ff5f06
+def tokenizer_fingerprint(tok) -> str:
+    "16 hex digits for a tokenizer: its type, context length and vocabulary (or, lacking one, the object itself)."
+    vocab = getattr(tok, 'vocab', None) or getattr(tok, 'encoder', None)          # ours, open_clip's BPE
+    if vocab is None and hasattr(getattr(tok, 'tokenizer', None), 'get_vocab'): vocab = tok.tokenizer.get_vocab()   # HF
+    what = json.dumps(vocab, sort_keys=True, default=str) if vocab is not None else f'object {id(tok)}'
+    h = hashlib.sha256(f'{type(tok).__module__}.{type(tok).__name__}|{getattr(tok, "context_length", "")}|'.encode() + what.encode())
+    return h.hexdigest()[:16]
+
 def text_limits(model: nn.Module) -> tuple:
     "(vocabulary size, context length) of a CLIP-style model's text tower, None for what it does not expose."
     holder = model if hasattr(model, 'token_embedding') else getattr(model, 'text', None)
@@ -199,13 +207,22 @@ class DualEncoder:
                              f'{ctx}: the tokenizer belongs to another model; pass this model\'s own tokenizer')
         return self.model.encode_text(ids)
 
+    @property
+    def tokenizer_id(self) -> str:
+        "16 hex digits naming what the tokenizer does (its type and the ids it gives a fixed text): part of cache keys."
+        if self.tokenizer is None: return 'none'
+        if getattr(self, '_tok', (None,))[0] is not self.tokenizer:
+            self._tok = (self.tokenizer, tokenizer_fingerprint(self.tokenizer))
+        return self._tok[1]
+
     def last_layer(self):
         "The last affine layer of the image tower (see `platonic_ta.heads`)."
         return last_layer(self.model.visual)
 
     def weights_hash(self) -> str:
         "sha256 over every parameter and buffer (names, shapes, bytes); recomputed only when a weight changed."
-        version = tuple(p._version for p in self.model.state_dict().values())
+        # a weight changed: an in-place update (its version), `w.data = ...` (its storage) or a replaced tensor (its id)
+        version = tuple((k, id(p), p.data_ptr(), p._version, p.dtype, tuple(p.shape)) for k, p in self.model.state_dict().items())
         if self._hash is None or self._hash[0] != version:
             h = hashlib.sha256()
             for k, v in sorted(self.model.state_dict().items()):
