@@ -35,6 +35,7 @@ SMOKE = {
 def run_stage(nb, params, out: Path) -> Path:
     "Run stage notebook `nb` with papermill into `out`; its report folder."
     report = out / 'report'
+    out.mkdir(parents=True, exist_ok=True)
     pm.execute_notebook(str(ROOT / 'nbs' / nb), str(out / nb), parameters=dict(params, report_dir=str(report)),
                         kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
     return report
