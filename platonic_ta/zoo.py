@@ -158,7 +158,7 @@ class DualEncoder:
         self.mean = torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
         self.std = torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1)
         self.meta = dict(meta or {})
-        self._hash = None
+        self._hash, self._tok = None, (None, None)   # memos: weights hash, tokenizer fingerprint
 
     @property
     def preprocess_id(self) -> str:
@@ -211,7 +211,7 @@ class DualEncoder:
     def tokenizer_id(self) -> str:
         "16 hex digits naming what the tokenizer does (its type and the ids it gives a fixed text): part of cache keys."
         if self.tokenizer is None: return 'none'
-        if getattr(self, '_tok', (None,))[0] is not self.tokenizer:
+        if self._tok[0] is not self.tokenizer:
             self._tok = (self.tokenizer, tokenizer_fingerprint(self.tokenizer))
         return self._tok[1]
 
@@ -489,7 +489,7 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
         kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress)
-        order = sorted(families, key=lambda f: -_family(f).steps if pretrain_steps is None else 0)
+        order = families if pretrain_steps is not None else sorted(families, key=lambda f: -_family(f).steps)
         built = []
         with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
             try:
@@ -641,14 +641,15 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     if size > SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {SHIP_LIMIT_MB} MB the package may carry')
     tmp = dest.with_name(dest.name + '.tmp')
     if tmp.exists(): shutil.rmtree(tmp)
+    secs = []
     for p in files:
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p.with_suffix('.safetensors'), out.with_suffix('.safetensors'))
         meta = json.loads(p.with_suffix('.json').read_text())      # verified above; the copy carries its digest
         out.with_suffix('.json').write_text(json.dumps(_sealed(meta), indent=1, default=str))
+        secs.append(meta.get('seconds', 0.0))
     size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
-    secs = [json.loads(p.with_suffix('.json').read_text()).get('seconds', 0.0) for p in files]
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
         command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
         build_seconds=float(sum(secs)), build_wall_seconds=_wall_seconds(src), family_seeds={f: FAMILIES[f].seed for f in z.families},
