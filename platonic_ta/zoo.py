@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import copy, hashlib, json, math, os, tempfile, time, warnings
+import contextlib, copy, hashlib, json, math, os, tempfile, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -25,7 +25,8 @@ __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'S
            'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune', 'predict',
            'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
            'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
-           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'load_open_clip']
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning', 'hub_offline',
+           'hub_mode', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -661,8 +662,28 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     return dest
 
 # %% ../nbs/01_zoo.ipynb #1e747c5f
-def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None) -> DualEncoder:
-    "A real open_clip model behind the DualEncoder interface (no download: tags must be cached or files local)."
+class TokenizerMissingWarning(UserWarning):
+    "A model was loaded without a tokenizer: its image tower works, `encode_text` raises until one is passed."
+
+def hub_offline(offline: bool | None = None) -> bool:
+    "Whether downloads are off: `offline` when given, else HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE as set now."
+    if offline is not None: return bool(offline)
+    v = os.environ.get('HF_HUB_OFFLINE') or os.environ.get('TRANSFORMERS_OFFLINE') or ''
+    return v.strip().upper() in ('1', 'ON', 'YES', 'TRUE')
+
+@contextlib.contextmanager
+def hub_mode(offline: bool):
+    "huggingface_hub's offline flag set to `offline` for the duration (its functions read the flag at call time)."
+    try: from huggingface_hub import constants as hc
+    except ImportError: yield; return
+    old = hc.HF_HUB_OFFLINE
+    hc.HF_HUB_OFFLINE = bool(offline)
+    try: yield
+    finally: hc.HF_HUB_OFFLINE = old
+
+def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None,
+                   offline: bool | None = None) -> DualEncoder:
+    "A real open_clip model behind the DualEncoder interface; downloads as open_clip does unless `hub_offline(offline)`."
     if name.startswith('hf-hub:') or name in open_clip.list_models(): pass
     else: raise KeyError(f'unknown open_clip model {name!r}: use one of open_clip.list_models() or "hf-hub:org/repo"')
     looks_like_file = pretrained is not None and ('/' in str(pretrained) or str(pretrained).endswith(('.safetensors', '.pt', '.bin', '.pth')))
@@ -673,21 +694,28 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
         if pretrained not in open_clip.list_pretrained_tags_by_model(name) and not name.startswith('hf-hub:'):
             raise KeyError(f'{name!r} has no pretrained tag {pretrained!r}; tags: {open_clip.list_pretrained_tags_by_model(name)}, '
                            'or pass a local checkpoint path')
-    old = os.environ.get('HF_HUB_OFFLINE')
-    os.environ['HF_HUB_OFFLINE'] = '1'     # never download at run time
-    try:
-        model = open_clip.create_model(name, pretrained=pretrained)
-    except Exception as e:
-        where = pretrained or name
-        raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r} offline ({type(e).__name__}: {e}). '
-                                f'Download the checkpoint elsewhere and pass its local path: '
-                                f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
-    finally:
-        if old is None: os.environ.pop('HF_HUB_OFFLINE', None)
-        else: os.environ['HF_HUB_OFFLINE'] = old
-    if tokenizer is None:
-        try: tokenizer = open_clip.get_tokenizer(name)
-        except Exception: tokenizer = None   # e.g. a HF tokenizer not cached offline: encode_text says what to do
+    off = hub_offline(offline)
+    tag_cfg = {} if pretrained is None or looks_like_file else (open_clip.get_pretrained_cfg(name, pretrained) or {})
+    if off and tag_cfg.get('url') and not tag_cfg.get('hf_hub'):     # a plain URL download: open_clip has no offline mode for it
+        cached = Path.home() / '.cache' / 'clip' / Path(tag_cfg['url']).name        # open_clip's cache for URL downloads
+        if not cached.exists():
+            raise FileNotFoundError(f'offline, and {name!r}/{pretrained!r} is not in the local cache ({cached}): download '
+                                    f"{tag_cfg['url']} there, or run once with offline=False, or pass its local path as pretrained=")
+    with hub_mode(off):
+        try: model = open_clip.create_model(name, pretrained=pretrained)
+        except Exception as e:
+            how = ('it is not in the local cache: run once with offline=False (or HF_HUB_OFFLINE unset) on a machine '
+                   'with internet, or download the checkpoint and pass its local path') if off else \
+                  'the download or the checkpoint failed: check the network, or download the checkpoint and pass its local path'
+            raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r}{" offline" if off else ""} '
+                                    f'({type(e).__name__}: {e}); {how}: '
+                                    f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
+        if tokenizer is None:
+            try: tokenizer = open_clip.get_tokenizer(name)
+            except Exception as e:
+                warnings.warn(f'{name!r} was loaded without a tokenizer ({type(e).__name__}: {e}'[:300] + '); its text tower '
+                              f'cannot be used until you pass tokenizer= to load_open_clip'
+                              f'{" (offline: run once online so it is cached)" if off else ""}', TokenizerMissingWarning)
     cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))
