@@ -219,8 +219,9 @@ class EmbeddingCache:
 
     def key(self, encoder, inputs_hash: str, kind: str) -> dict:
         "The cache key of `encoder`'s embeddings of the input set `inputs_hash`."
-        return dict(weights_hash=str(encoder.weights_hash()), inputs=inputs_hash,
-                    preprocess=str(encoder.preprocess_id), kind=kind)
+        key = dict(weights_hash=str(encoder.weights_hash()), inputs=inputs_hash, preprocess=str(encoder.preprocess_id), kind=kind)
+        if kind == 'text': key['tokenizer'] = str(getattr(encoder, 'tokenizer_id', ''))   # another tokenizer, other embeddings
+        return key
 
     def path(self, key: dict) -> Path:
         "The file of `key`: named by the key alone (labels live in the file's metadata), so equal keys share it."

@@ -99,12 +99,17 @@ def publish(tmp, path, overwrite: bool) -> None:
         os.replace(tmp, path)
     else: os.remove(tmp)
 
+def _umask() -> int:
+    mask = os.umask(0o022); os.umask(mask)
+    return mask
+
 def atomic_write(path, write, overwrite: bool = True) -> Path:
     "Call `write(tmp_path)` on a temporary file next to `path`, then `publish` it; no temporary file is left behind."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give, not mkstemp's private 0600
         write(tmp)
         publish(tmp, path, overwrite)
     finally:
