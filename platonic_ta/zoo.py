@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import copy, hashlib, json, math, os, tempfile, time, warnings
+import contextlib, copy, hashlib, json, math, os, tempfile, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -21,11 +21,12 @@ from .guards import file_lock, atomic_write, json_digest
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
-           'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'DualEncoder',
-           'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune', 'predict',
+           'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'state_dict_digest',
+           'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune', 'predict',
            'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
            'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
-           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'load_open_clip']
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning', 'hub_offline',
+           'hub_mode', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -151,6 +152,15 @@ def text_limits(model: nn.Module) -> tuple:
     return (emb.num_embeddings if isinstance(emb, nn.Embedding) else None,
             pos.shape[0] if isinstance(pos, torch.Tensor) and pos.ndim == 2 else None)
 
+def state_dict_digest(module: nn.Module) -> str:
+    "32 hex digits of sha256 over a module's state dict: names, shapes and bytes (bfloat16 as its 16-bit patterns)."
+    h = hashlib.sha256()
+    for k, v in sorted(module.state_dict().items()):
+        h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
+        v = v.detach().contiguous().cpu()
+        h.update((v.view(torch.int16) if v.dtype == torch.bfloat16 else v).numpy().tobytes())   # numpy has no bfloat16
+    return h.hexdigest()[:32]
+
 class DualEncoder:
     "A dual encoder behind one interface: uint8 images and prompt strings in, embeddings out."
     def __init__(self, name: str, model: nn.Module, tokenizer, image_size: int, mean=(0.5,) * 3, std=(0.25,) * 3,
@@ -162,18 +172,29 @@ class DualEncoder:
         self._hash, self._tok = None, (None, None)   # memos: weights hash, tokenizer fingerprint
 
     @property
+    def device(self) -> torch.device:
+        "Where the model is (its image tower's first parameter): inputs go there."
+        return next(self.model.visual.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        "The image tower's floating dtype (float32, or float16 / bfloat16 for a half-precision model)."
+        return next(p for p in self.model.visual.parameters() if p.is_floating_point()).dtype
+
+    @property
     def preprocess_id(self) -> str:
         return f'u8-bilinear{self.image_size}-mean{self.mean.flatten().tolist()}-std{self.std.flatten().tolist()}'
 
     def preprocess(self, images: torch.Tensor) -> torch.Tensor:
-        "uint8 (n, 3, H, W) -> normalised float (n, 3, S, S)."
+        "uint8 (n, 3, H, W) -> normalised (n, 3, S, S) on the model's device, in its dtype (computed in float32)."
         if not isinstance(images, torch.Tensor) or images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != 3:
             raise TypeError(f'expected uint8 images of shape (n, 3, H, W), got '
                             f'{getattr(images, "dtype", type(images))} {tuple(getattr(images, "shape", ()))}')
-        x = images.float() / 255.0
+        dev = self.device
+        x = images.to(dev).float() / 255.0
         if x.shape[-1] != self.image_size or x.shape[-2] != self.image_size:
             x = F.interpolate(x, size=(self.image_size, self.image_size), mode='bilinear', align_corners=False)
-        return (x - self.mean) / self.std
+        return ((x - self.mean.to(dev)) / self.std.to(dev)).to(self.dtype)
 
     @torch.no_grad()
     def encode_image(self, images: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
@@ -182,17 +203,17 @@ class DualEncoder:
 
     @torch.no_grad()
     def features(self, images: torch.Tensor, batch_size: int = 512):
-        "(u, z): the last affine layer's input and the embedding, for uint8 images."
+        "(u, z): the last affine layer's input and the embedding, for uint8 images (float32, on the CPU)."
         self.model.eval()
         us, zs = [], []
         for i in range(0, len(images), batch_size):
             u, z = image_features(self.model.visual, self.preprocess(images[i:i + batch_size]))
-            us.append(u); zs.append(z)
+            us.append(u.float().cpu()); zs.append(z.float().cpu())
         return torch.cat(us), torch.cat(zs)
 
     @torch.no_grad()
     def encode_text(self, prompts: list) -> torch.Tensor:
-        "Unnormalised text embeddings t (m, d)."
+        "Unnormalised text embeddings t (m, d), float32 on the CPU (the tokens go to the model's device)."
         if self.tokenizer is None:
             raise RuntimeError(f'{self.name} has no tokenizer (offline, its tokenizer could not be loaded); '
                                'pass tokenizer= to load_open_clip')
@@ -206,7 +227,7 @@ class DualEncoder:
         if ctx is not None and ids.shape[-1] > ctx:
             raise ValueError(f'{self.name}: the tokenizer gives {ids.shape[-1]} tokens per prompt but the text tower takes '
                              f'{ctx}: the tokenizer belongs to another model; pass this model\'s own tokenizer')
-        return self.model.encode_text(ids)
+        return self.model.encode_text(ids.to(self.device)).float().cpu()
 
     @property
     def tokenizer_id(self) -> str:
@@ -225,11 +246,7 @@ class DualEncoder:
         # a weight changed: an in-place update (its version), `w.data = ...` (its storage) or a replaced tensor (its id)
         version = tuple((k, id(p), p.data_ptr(), p._version, p.dtype, tuple(p.shape)) for k, p in self.model.state_dict().items())
         if self._hash is None or self._hash[0] != version:
-            h = hashlib.sha256()
-            for k, v in sorted(self.model.state_dict().items()):
-                h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
-                h.update(v.detach().contiguous().cpu().numpy().tobytes())
-            self._hash = (version, h.hexdigest()[:32])
+            self._hash = (version, state_dict_digest(self.model))
         return self._hash[1]
 
     def __deepcopy__(self, memo):
@@ -661,8 +678,28 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     return dest
 
 # %% ../nbs/01_zoo.ipynb #1e747c5f
-def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None) -> DualEncoder:
-    "A real open_clip model behind the DualEncoder interface (no download: tags must be cached or files local)."
+class TokenizerMissingWarning(UserWarning):
+    "A model was loaded without a tokenizer: its image tower works, `encode_text` raises until one is passed."
+
+def hub_offline(offline: bool | None = None) -> bool:
+    "Whether downloads are off: `offline` when given, else HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE as set now."
+    if offline is not None: return bool(offline)
+    v = os.environ.get('HF_HUB_OFFLINE') or os.environ.get('TRANSFORMERS_OFFLINE') or ''
+    return v.strip().upper() in ('1', 'ON', 'YES', 'TRUE')
+
+@contextlib.contextmanager
+def hub_mode(offline: bool):
+    "huggingface_hub's offline flag set to `offline` for the duration (its functions read the flag at call time)."
+    try: from huggingface_hub import constants as hc
+    except ImportError: yield; return
+    old = hc.HF_HUB_OFFLINE
+    hc.HF_HUB_OFFLINE = bool(offline)
+    try: yield
+    finally: hc.HF_HUB_OFFLINE = old
+
+def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None,
+                   offline: bool | None = None) -> DualEncoder:
+    "A real open_clip model behind the DualEncoder interface; downloads as open_clip does unless `hub_offline(offline)`."
     if name.startswith('hf-hub:') or name in open_clip.list_models(): pass
     else: raise KeyError(f'unknown open_clip model {name!r}: use one of open_clip.list_models() or "hf-hub:org/repo"')
     looks_like_file = pretrained is not None and ('/' in str(pretrained) or str(pretrained).endswith(('.safetensors', '.pt', '.bin', '.pth')))
@@ -673,21 +710,28 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
         if pretrained not in open_clip.list_pretrained_tags_by_model(name) and not name.startswith('hf-hub:'):
             raise KeyError(f'{name!r} has no pretrained tag {pretrained!r}; tags: {open_clip.list_pretrained_tags_by_model(name)}, '
                            'or pass a local checkpoint path')
-    old = os.environ.get('HF_HUB_OFFLINE')
-    os.environ['HF_HUB_OFFLINE'] = '1'     # never download at run time
-    try:
-        model = open_clip.create_model(name, pretrained=pretrained)
-    except Exception as e:
-        where = pretrained or name
-        raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r} offline ({type(e).__name__}: {e}). '
-                                f'Download the checkpoint elsewhere and pass its local path: '
-                                f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
-    finally:
-        if old is None: os.environ.pop('HF_HUB_OFFLINE', None)
-        else: os.environ['HF_HUB_OFFLINE'] = old
-    if tokenizer is None:
-        try: tokenizer = open_clip.get_tokenizer(name)
-        except Exception: tokenizer = None   # e.g. a HF tokenizer not cached offline: encode_text says what to do
+    off = hub_offline(offline)
+    tag_cfg = {} if pretrained is None or looks_like_file else (open_clip.get_pretrained_cfg(name, pretrained) or {})
+    if off and tag_cfg.get('url') and not tag_cfg.get('hf_hub'):     # a plain URL download: open_clip has no offline mode for it
+        cached = Path.home() / '.cache' / 'clip' / Path(tag_cfg['url']).name        # open_clip's cache for URL downloads
+        if not cached.exists():
+            raise FileNotFoundError(f'offline, and {name!r}/{pretrained!r} is not in the local cache ({cached}): download '
+                                    f"{tag_cfg['url']} there, or run once with offline=False, or pass its local path as pretrained=")
+    with hub_mode(off):
+        try: model = open_clip.create_model(name, pretrained=pretrained)
+        except Exception as e:
+            how = ('it is not in the local cache: run once with offline=False (or HF_HUB_OFFLINE unset) on a machine '
+                   'with internet, or download the checkpoint and pass its local path') if off else \
+                  'the download or the checkpoint failed: check the network, or download the checkpoint and pass its local path'
+            raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r}{" offline" if off else ""} '
+                                    f'({type(e).__name__}: {e}); {how}: '
+                                    f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
+        if tokenizer is None:
+            try: tokenizer = open_clip.get_tokenizer(name)
+            except Exception as e:
+                warnings.warn(f'{name!r} was loaded without a tokenizer ({type(e).__name__}: {e}'[:300] + '); its text tower '
+                              f'cannot be used until you pass tokenizer= to load_open_clip'
+                              f'{" (offline: run once online so it is cached)" if off else ""}', TokenizerMissingWarning)
     cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))
