@@ -27,6 +27,11 @@ SMOKE = {
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
+    '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=5, seed_tasks=1, seed_finetune_steps=5, n_eval_zoo=100,
+                                  lambdas_zoo=[1.0]),
+                             ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
+                              'experiments.no_fit_gain', 'experiments.cross_scale_gain_a05',
+                              'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement']),
     '90_report.ipynb': ({}, []),
     '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
