@@ -13,7 +13,8 @@ import torch
 
 from . import __version__
 from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _atomic_save_safetensors,
-                                     _atomic_write_text, _read_safetensors, _tensor_checksum)
+                                     _read_safetensors, _tensor_checksum)
+from .guards import atomic_write_text
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features, base_weights_hash,
                                        edit_record, check_stack, record_edit, EditStackError)
@@ -401,7 +402,7 @@ class OperatorBank:
         if not tensors: raise BankError("the bank is empty: add operators before saving it")
         _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
                                                'manifest_sha256': json_digest(man)}, overwrite)
-        _atomic_write_text(js, json.dumps(man, indent=1), overwrite)
+        atomic_write_text(js, json.dumps(man, indent=1), overwrite)
         return js
 
     @classmethod

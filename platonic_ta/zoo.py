@@ -16,8 +16,7 @@ import platonic_ta
 from . import world
 from .heads import image_features, last_layer
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
-from .report import _atomic_write_text
-from .guards import file_lock, atomic_write, json_digest
+from .guards import file_lock, atomic_write, atomic_write_text, json_digest
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
@@ -401,7 +400,7 @@ def save_artifact(path: Path, tensors: dict, meta: dict):
     atomic_write(st, lambda tmp: save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp))
     meta = dict(meta, sha256=_sha256(st), library_version=platonic_ta.__version__, torch_version=torch.__version__,
                 open_clip_version=open_clip.__version__)
-    _atomic_write_text(path.with_suffix('.json'), json.dumps(_sealed(meta), indent=1, default=str))
+    atomic_write_text(path.with_suffix('.json'), json.dumps(_sealed(meta), indent=1, default=str))
 
 def _sealed(meta: dict) -> dict:
     "`meta` with `digest`: the checksum of everything else in it, so a damaged or edited JSON is caught on load."
@@ -491,7 +490,7 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
         runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
                          finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t0,
                          finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), built=built))
-        _atomic_write_text(log, json.dumps(runs, indent=1))
+        atomic_write_text(log, json.dumps(runs, indent=1))
     return zoo
 
 def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune_steps=None, progress=True,
