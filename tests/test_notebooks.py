@@ -64,7 +64,7 @@ TIMING = re.compile(r'(_s|_ms|_ms_tiny|per_s|_s_per_edit|seconds|load_avg_1min)$
 
 def test_a_stage_run_twice_records_the_same_metrics_but_timings(tmp_path, cache_dir):
     "Determinism: every metric that is not a timing is equal, bit for bit, between two runs of a stage."
-    nb, runs = '02_descriptors.ipynb', []
+    nb, runs = '06_residuals.ipynb', []
     for r in ('a', 'b'):
         shutil.rmtree(cache_dir / 'embeddings', ignore_errors=True)     # both runs compute; neither reads the other's
         runs.append(json.loads((run_stage(nb, SMOKE[nb][0], tmp_path / r) / 'metrics.json').read_text()))
