@@ -15,9 +15,10 @@ from .factorization import solve_operator, check_stack, record_edit
 from .descriptors import Grid, EmbeddingCache, affinity
 from .composition import class_text_embeddings
 from .guards import check_number, check_count, check_seed
+from .zoo import finetune_logit_scale
 
 # %% auto #0
-__all__ = ['procrustes', 'transport_theta', 'transport_operator', 'lora_targetable', 'lora_fit', 'logit_scale', 'gradient_ascent',
+__all__ = ['procrustes', 'transport_theta', 'transport_operator', 'lora_targetable', 'lora_fit', 'gradient_ascent',
            'teacher_logits', 'fit_distill']
 
 # %% ../nbs/09_baselines.ipynb #00b8e536
@@ -95,16 +96,12 @@ def _batch(n: int, batch, gen) -> torch.Tensor | None:
     return None if batch is None or batch >= n else torch.randperm(n, generator=gen)[:batch]
 
 # %% ../nbs/09_baselines.ipynb #a2ce9340
-def logit_scale(enc) -> float:
-    "The target's logit scale `exp(logit_scale)`, clamped to [10, 100] as its fine-tunes use it."
-    return float(enc.model.logit_scale.detach().exp().clamp(10, 100))
-
 def gradient_ascent(target, data, config: AdapterConfig | None = None, name: str | None = None):
     "`(encoder, losses)`: LoRA ascent on the cross-entropy of `data` (a labelled `TaskData`) against its class prompts."
     from platonic_ta.zoo import class_embeddings
     T = class_embeddings(target, data.classnames, data.templates).float()
     X, y = target.preprocess(data.images), data.labels
-    s = logit_scale(target)
+    s = finetune_logit_scale(target)
     def loss_fn(visual, gen):
         idx = _batch(len(y), config.batch if config else None, gen)
         xb, yb = (X, y) if idx is None else (X[idx], y[idx])
@@ -123,7 +120,7 @@ def fit_distill(target, terms, config: AdapterConfig | None = None, cache: Embed
                 name: str | None = None):
     "`(encoder, losses)`: LoRA so the target's class posterior on each `(grid, teacher_logits)` term matches the teacher's."
     if not terms: raise ValueError("terms must be a non-empty list of (grid, teacher logits N×M)")
-    s = logit_scale(target)
+    s = finetune_logit_scale(target)
     prep = []
     for g, L in terms:
         if not isinstance(g, Grid): raise TypeError(f"each term is (Grid, N×M teacher logits), got {type(g).__name__}")

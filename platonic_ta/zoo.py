@@ -21,11 +21,11 @@ from .guards import file_lock, atomic_write, atomic_write_text, json_digest
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
            'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'state_dict_digest',
-           'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune', 'predict',
-           'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
-           'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
-           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning', 'hub_offline',
-           'hub_mode', 'load_open_clip']
+           'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune_logit_scale',
+           'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir',
+           'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base',
+           'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning',
+           'hub_offline', 'hub_mode', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -317,6 +317,10 @@ def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> tor
 
 DISTILL_SEED = 777   # the caption-corpus sample whose embeddings a fine-tune keeps (never a family's pretraining seed)
 
+def finetune_logit_scale(enc) -> float:
+    "The logit scale a fine-tune's cross-entropy uses: the model's `exp(logit_scale)`, clamped to [10, 100]."
+    return float(enc.model.logit_scale.detach().exp().clamp(10, 100))
+
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, **overrides) -> tuple:
     "LoRA fine-tune of the image tower on a task's training split; returns (merged encoder, LoRA tensors, losses)."
@@ -334,7 +338,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg['lr'], weight_decay=0.0)
-    scale = float(base.model.logit_scale.detach().exp().clamp(10, 100))
+    scale = finetune_logit_scale(base)
     g = torch.Generator().manual_seed(seed)
     enc.model.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []
