@@ -27,6 +27,7 @@ SMOKE = {
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
+    '07_real_models.ipynb': ({}, ['real.source_ft_acc', 'real.target_acc_before', 'real.target_acc_after', 'real.reload_rel_err']),
     '90_report.ipynb': ({}, []),
     '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
