@@ -10,8 +10,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'AllocationError', 'machine_memory',
-           'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'file_lock', 'file_kind', 'WrongKindError',
-           'json_digest', 'wrong_kind', 'check_kind']
+           'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'atomic_write_text', 'file_lock', 'file_kind',
+           'WrongKindError', 'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -115,6 +115,12 @@ def atomic_write(path, write, overwrite: bool = True) -> Path:
     finally:
         if os.path.exists(tmp): os.remove(tmp)
     return path
+
+def atomic_write_text(path, text: str, overwrite: bool = True) -> Path:
+    "`atomic_write` of a text file: a crash never leaves half a file."
+    def write(tmp):
+        with open(tmp, 'w') as f: f.write(text)
+    return atomic_write(path, write, overwrite)
 
 # %% ../nbs/01b_guards.ipynb #a16397f0
 @contextmanager

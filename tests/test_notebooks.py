@@ -28,6 +28,11 @@ SMOKE = {
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
     '07_real_models.ipynb': ({}, ['real.source_ft_acc', 'real.target_acc_before', 'real.target_acc_after', 'real.reload_rel_err']),
+    '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=5, seed_tasks=1, seed_finetune_steps=5, n_eval_zoo=100,
+                                  lambdas_zoo=[1.0]),
+                             ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
+                              'experiments.no_fit_gain', 'experiments.cross_scale_gain_a05',
+                              'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement']),
     '90_report.ipynb': ({}, []),
     '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
@@ -36,6 +41,7 @@ SMOKE = {
 def run_stage(nb, params, out: Path) -> Path:
     "Run stage notebook `nb` with papermill into `out`; its report folder."
     report = out / 'report'
+    out.mkdir(parents=True, exist_ok=True)
     pm.execute_notebook(str(ROOT / 'nbs' / nb), str(out / nb), parameters=dict(params, report_dir=str(report)),
                         kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
     return report
@@ -59,7 +65,7 @@ TIMING = re.compile(r'(_s|_ms|_ms_tiny|per_s|_s_per_edit|seconds|load_avg_1min)$
 
 def test_a_stage_run_twice_records_the_same_metrics_but_timings(tmp_path, cache_dir):
     "Determinism: every metric that is not a timing is equal, bit for bit, between two runs of a stage."
-    nb, runs = '02_descriptors.ipynb', []
+    nb, runs = '06_residuals.ipynb', []
     for r in ('a', 'b'):
         shutil.rmtree(cache_dir / 'embeddings', ignore_errors=True)     # both runs compute; neither reads the other's
         runs.append(json.loads((run_stage(nb, SMOKE[nb][0], tmp_path / r) / 'metrics.json').read_text()))

@@ -7,10 +7,10 @@ FAMILY = 'rn_w16'                     # the cheapest family to build
 TASKS = zoo.MICRO['tasks'][:2]
 STEPS = dict(pretrain_steps=20, finetune_steps=5)
 
-def _builder(folder: Path, seeds=(0,), finetune_steps=5) -> subprocess.Popen:
+def _builder(folder: Path, seeds=(0,)) -> subprocess.Popen:
     code = ('import torch; torch.set_num_threads(1); from platonic_ta.zoo import build_zoo; '
             f'build_zoo([{FAMILY!r}], {list(TASKS)!r}, seeds={tuple(seeds)!r}, zoo={str(folder)!r}, '
-            f'pretrain_steps={STEPS["pretrain_steps"]}, finetune_steps={finetune_steps}, progress=False)')
+            f'pretrain_steps={STEPS["pretrain_steps"]}, finetune_steps={STEPS["finetune_steps"]}, progress=False)')
     return subprocess.Popen([sys.executable, '-c', code], env={**os.environ, 'PYTHONWARNINGS': 'ignore'})
 
 def _artefacts(folder: Path, seeds=(0,)) -> list:
