@@ -4,12 +4,12 @@
 
 # %% ../nbs/93_cli.ipynb #bc195bd9
 from __future__ import annotations
-import argparse, json, os, re, sys, time
+import argparse, dataclasses, json, os, re, sys, time
 from pathlib import Path
 import torch
 import open_clip
 from . import world
-from .zoo import DualEncoder, finetune, zero_shot_accuracy, load_open_clip, FINETUNE
+from .zoo import DualEncoder, FinetuneConfig, finetune, zero_shot_accuracy, load_open_clip, hub_offline, hub_mode
 from .descriptors import make_grid, Descriptor, EmbeddingCache, GridMismatchError
 from .composition import OperatorBank
 from .factorization import save_edited
@@ -28,46 +28,77 @@ class CLIError(Exception):
 CHECKPOINT_EXTS = ('.safetensors', '.pt', '.pth', '.bin')
 
 def _state_dict(path: Path) -> dict:
-    if path.suffix == '.safetensors':
-        from safetensors.torch import load_file
-        return load_file(str(path))
-    sd = torch.load(str(path), map_location='cpu', weights_only=True)   # never unpickles code
+    "An open_clip state dict from a file: safetensors, or `torch.load(weights_only=True)`; a pickled model is refused."
+    try:
+        if path.suffix == '.safetensors':
+            from safetensors.torch import load_file
+            return load_file(str(path))
+        sd = torch.load(str(path), map_location='cpu', weights_only=True)   # never unpickles code
+    except Exception as e:
+        if type(e).__name__ == 'UnpicklingError':
+            raise CLIError(f'{path} holds a pickled model or objects, which are never loaded here (loading runs code from the '
+                           'file): where you trust the file, convert it once to an open_clip state dict, e.g. '
+                           "`m = torch.load(path, weights_only=False); safetensors.torch.save_file(m.state_dict(), 'model.safetensors')`, "
+                           'and pass the .safetensors file') from e
+        raise CLIError(f'{path} is not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}): the file is corrupt or '
+                       'truncated; save or download it again') from e
     sd = sd.get('state_dict', sd) if isinstance(sd, dict) else sd
-    if not isinstance(sd, dict): raise CLIError(f'{path} holds no state dict; save the model with save_edited or as safetensors')
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise CLIError(f'{path} holds no state dict of tensors; save the model with save_edited or as safetensors')
     return {k.removeprefix('module.'): v for k, v in sd.items()}
 
-def open_clip_encoder(name: str, weights: str | None = 'random', image_size: int | None = None,
-                      init_seed: int = 0) -> DualEncoder:
-    "An open_clip architecture as a `DualEncoder`: `weights` is 'random' (seeded init), a pretrained tag or a checkpoint file."
+def _device(device) -> torch.device | None:
+    "`device` checked before any model is built: a device this machine has."
+    if device is None: return None
+    try: dev = torch.device(device)
+    except RuntimeError as e: raise CLIError(f'device {device!r} is not a device: pass cpu, cuda or cuda:N') from e
+    if dev.type == 'cuda' and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise CLIError(f'device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s) '
+                       f'(torch {torch.__version__}); pass cpu' + (' or cuda:0' if torch.cuda.is_available() else ''))
+    return dev
+
+def _placed(enc: DualEncoder, device) -> DualEncoder:
+    if device is not None: enc.model.to(device)          # a DualEncoder runs where its model is
+    return enc
+
+def open_clip_encoder(name: str, weights: str | None = 'random', image_size: int | None = None, init_seed: int = 0,
+                      offline: bool | None = None, device=None) -> DualEncoder:
+    "An open_clip architecture as a `DualEncoder` on `device`: `weights` is 'random' (seeded init), a pretrained tag or a checkpoint file."
     if name not in open_clip.list_models() and not name.startswith('hf-hub:'):
         close = [m for m in open_clip.list_models() if m.lower().startswith(name.lower()[:4])][:8]
         raise CLIError(f'unknown open_clip model {name!r}; models are open_clip.list_models()' + (f', e.g. {close}' if close else ''))
-    weights = 'random' if weights in (None, '', 'random', 'none') else str(weights)
+    weights, device = 'random' if weights in (None, '', 'random', 'none') else str(weights), _device(device)
     is_file = weights.endswith(CHECKPOINT_EXTS) or os.sep in weights
-    if weights != 'random' and not is_file and not image_size:
-        return load_open_clip(name, weights)                # a pretrained tag: open_clip's loading, as in the zoo
-    if weights != 'random' and is_file and not Path(weights).is_file():
+    if weights != 'random' and not is_file:                 # a pretrained tag: load_open_clip (download or offline switch)
+        if image_size: raise CLIError(f'pretrained {name}/{weights} runs at its own input size: leave out the image size, '
+                                      'or pass a checkpoint file built at that size')
+        return _placed(load_open_clip(name, weights, offline=offline), device)
+    if is_file and not Path(weights).is_file():
         raise CLIError(f'no checkpoint file {weights}: pass an open_clip state dict (.safetensors or .pt), a pretrained tag or random')
+    sd = _state_dict(Path(weights)) if is_file else None
     kw = dict(force_image_size=int(image_size)) if image_size else {}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check_seed(init_seed, 'init_seed'))
-        pretrained = weights if weights != 'random' and not is_file else None
-        model = open_clip.create_model(name, pretrained=pretrained, **kw)
-    if is_file:
-        sd = _state_dict(Path(weights))
-        missing, unexpected = model.state_dict().keys() - sd.keys(), sd.keys() - model.state_dict().keys()
-        bad = [k for k in sd.keys() & model.state_dict().keys() if sd[k].shape != model.state_dict()[k].shape]
+        model = open_clip.create_model(name, **kw)
+    if sd is not None:
+        own = model.state_dict()
+        missing, unexpected = own.keys() - sd.keys(), sd.keys() - own.keys()
+        bad = [k for k in sd.keys() & own.keys() if sd[k].shape != own[k].shape]
         if missing or unexpected or bad:
-            raise CLIError(f'{weights} is not a {name} checkpoint at this image size: missing {sorted(missing)[:3]}, '
-                           f'unexpected {sorted(unexpected)[:3]}, other shapes {sorted(bad)[:3]}; pass its own --model and --image-size')
+            raise CLIError(f'{weights} is not a {name} checkpoint at image size {image_size or "(its own)"}: missing keys {sorted(missing)[:3]}, '
+                           f'unexpected keys {sorted(unexpected)[:3]}, other shapes {sorted(bad)[:3]}; pass its own model name and image size')
         model.load_state_dict(sd)
+    with hub_mode(hub_offline(offline)):
+        try: tok = open_clip.get_tokenizer(name)
+        except Exception as e:
+            raise CLIError(f'no tokenizer for {name} ({type(e).__name__}: {str(e)[:200]}): run once online so it is cached') from e
     cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))
-    label = f'random:{init_seed}' if weights == 'random' else (Path(weights).name if is_file else weights)
-    return DualEncoder(f'{name}@{label}', model.eval(), open_clip.get_tokenizer(name), size,
+    label = f'random:{init_seed}' if weights == 'random' else Path(weights).name
+    return _placed(DualEncoder(f'{name}@{label}', model.eval(), tok, size,
                        cfg.get('mean', open_clip.OPENAI_DATASET_MEAN), cfg.get('std', open_clip.OPENAI_DATASET_STD),
-                       meta={'open_clip': name, 'weights': weights, 'image_size': image_size, 'init_seed': init_seed})
+                       meta={'open_clip': name, 'weights': weights, 'image_size': image_size, 'init_seed': init_seed}), device)
 
 # %% ../nbs/93_cli.ipynb #c21f438d
 def resolve_task(task: str | None, data: str | None, image_size: int | None = None, test_frac: float = 0.25,
@@ -98,8 +129,10 @@ def check_output(path, overwrite: bool = False, suffix: str = '') -> Path:
 # %% ../nbs/93_cli.ipynb #d541913f
 def _encoder(a, model=None, weights=None) -> DualEncoder:
     t = time.time()
-    enc = open_clip_encoder(model or a.model, weights if weights is not None else a.weights, a.image_size, a.init_seed)
-    print(f'[platonic-ta] {enc.name}: {type(enc.model.visual).__name__}, d={enc.embed_dim} ({time.time() - t:.1f}s)', flush=True)
+    enc = open_clip_encoder(model or a.model, weights if weights is not None else a.weights, a.image_size, a.init_seed,
+                            offline=True if a.offline else None, device=a.device)
+    print(f'[platonic-ta] {enc.name}: {type(enc.model.visual).__name__}, d={enc.embed_dim}, on {enc.device} '
+          f'({enc.dtype}) ({time.time() - t:.1f}s)', flush=True)
     return enc
 
 def _save_state_dict(model, path: Path, meta: dict, overwrite: bool):
@@ -111,7 +144,7 @@ def cmd_finetune(a) -> dict:
     out = check_output(a.out, a.overwrite, '.safetensors')
     task = resolve_task(a.task, a.data, a.task_image_size, a.test_frac, a.split_seed)
     base = _encoder(a)
-    cfg = {k: getattr(a, k) for k in FINETUNE if getattr(a, k, None) is not None}
+    cfg = {f.name: getattr(a, f.name) for f in dataclasses.fields(FinetuneConfig) if getattr(a, f.name, None) is not None}
     enc, _, losses = finetune(base, task, seed=a.seed, **cfg)
     _save_state_dict(enc.model, out, dict(kind='finetune', model=a.model, base=base.name, task=task, finetune=enc.meta['finetune']), a.overwrite)
     print(f'[platonic-ta] fine-tuned {base.name} on {task} ({len(losses)} steps, last loss {losses[-1]:.3f}): {out}')
@@ -200,6 +233,8 @@ def _model_args(p, role: str = 'model'):
     p.add_argument('--weights', default='random', help="'random' (seeded init), a pretrained tag, or a checkpoint file")
     p.add_argument('--image-size', type=int, default=None, help='build the tower for this input size (e.g. 32 or 64 on a CPU)')
     p.add_argument('--init-seed', type=int, default=0, help='seed of a random initialisation')
+    p.add_argument('--device', default='cpu', help="where the model runs: cpu, cuda, cuda:1, …")
+    p.add_argument('--offline', action='store_true', help='never download (as HF_HUB_OFFLINE=1): a missing file says which to put where')
 
 def _task_args(p, many: bool = False):
     if many:
@@ -221,9 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('finetune', help='LoRA fine-tune of a model\'s image tower on a task -> checkpoint')
     _model_args(p); _task_args(p); _out_args(p, 'fine-tuned checkpoint (.safetensors)')
     p.add_argument('--seed', type=int, default=0, help='seed of the fine-tune')
-    for k, v in FINETUNE.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            p.add_argument(f'--{k.replace("_", "-")}', dest=k, type=type(v), default=None, help=f'fine-tune setting (zoo default {v})')
+    for f in dataclasses.fields(FinetuneConfig):
+        if f.type in ('int', 'float', int, float):
+            p.add_argument(f'--{f.name.replace("_", "-")}', dest=f.name, type=type(f.default), default=None,
+                           help=f'fine-tune setting (default {f.default})')
     p = sub.add_parser('descriptor', help='fine-tuned + base checkpoint + task -> descriptor file')
     _model_args(p); _task_args(p); _out_args(p, 'descriptor (.json + .safetensors)')
     p.add_argument('--finetuned', required=True, help='checkpoint of the fine-tuned model (same architecture as --model)')

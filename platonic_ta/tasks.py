@@ -210,13 +210,13 @@ class SourceTask:
 
 # %% ../nbs/00b_tasks.ipynb #4e97b8c2
 def folder_task(name: str, folder, test_frac: float = 0.25, seed: int = 0, size: int | None = None,
-                classnames=None, templates=None, limit: int | None = None, progress: bool = True) -> SourceTask:
+                classnames=None, templates=None, limit: int | None = None, batch: int = 256, progress: bool = True) -> SourceTask:
     "The loader of an ImageFolder-style directory (with `train/` and `test/` subfolders, or split by `test_frac`)."
     folder = Path(folder)
     if (folder / 'train').is_dir() and (folder / 'test').is_dir():
         splits = {s: FolderSource(folder / s, classnames, templates) for s in SPLITS}
-        return SourceTask(name, splits=splits, seed=seed, size=size, limit=limit, progress=progress)
-    return SourceTask(name, FolderSource(folder, classnames, templates), test_frac, seed, size, limit=limit, progress=progress)
+        return SourceTask(name, splits=splits, seed=seed, size=size, batch=batch, limit=limit, progress=progress)
+    return SourceTask(name, FolderSource(folder, classnames, templates), test_frac, seed, size, batch=batch, limit=limit, progress=progress)
 
 def register_folder_task(name: str, folder, overwrite: bool = False, **kw) -> SourceTask:
     "Register an image folder as task `name` (keywords as `folder_task`); returns its loader."

@@ -1,9 +1,14 @@
-"The command line: the whole real path in subprocesses (ViT-B-32 -> RN50, random init, 32 px), and clear failures."
+"The command line and the public API on an image folder (ViT-B-32 -> RN50, random init, 32 px), and clear failures."
 import json, os, subprocess, sys
 import pytest, torch
 import open_clip
 from platonic_ta import world
-from platonic_ta.tasks import make_image_folder
+from platonic_ta.tasks import make_image_folder, register_folder_task
+from platonic_ta.cli import main, open_clip_encoder
+from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy
+from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache
+from platonic_ta.composition import OperatorBank
+from platonic_ta.factorization import load_edited
 
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
 
@@ -15,6 +20,50 @@ def cli(*args, check=True):
     return r
 
 
+def run(capsys, *args):
+    "`platonic-ta ARGS` in this process: (exit status, stderr)."
+    try: rc = main([str(a) for a in args])
+    except SystemExit as e: rc = e.code
+    return rc, capsys.readouterr().err
+
+
+def test_an_image_folder_from_vit_b32_into_rn50_through_the_api_and_the_cli(tmp_path, cache_dir, capsys):
+    "Folder -> task -> fine-tune -> descriptor (Python) -> bank -> edited checkpoint -> zero-shot (command line) -> reload (Python)."
+    folder = make_image_folder(tmp_path / 'squares', n_per_class=8, size=16)
+    name = 'squares_api_cli'
+    register_folder_task(name, folder, overwrite=True, progress=False)   # the command line's defaults: same split, same grid
+    try:
+        A = open_clip_encoder('ViT-B-32', 'random', image_size=32)
+        A_ft = finetune(A, name, progress=False, config=FinetuneConfig(steps=2, batch=8, distill=0.0))[0]
+        grid = make_grid(name, 12, seed=0)
+        D = Descriptor.from_encoders(A_ft, A, grid, EmbeddingCache(progress=False))
+        assert D.shape == (12, 3) and D.U.abs().max() > 0
+        D.save(tmp_path / 'desc')
+        tgt = ['--model', 'RN50', '--image-size', 32, '--init-seed', 1]
+        rc, err = run(capsys, 'bank', *tgt, '--data', f'{name}={folder}', '--descriptor', tmp_path / 'desc.json', '--out', tmp_path / 'bank')
+        assert rc == 0, err
+        rc, err = run(capsys, 'edit', *tgt, '--bank', tmp_path / 'bank.json', '--strength', 1.0, '--out', tmp_path / 'edited')
+        assert rc == 0, err
+        rc, err = run(capsys, 'eval', *tgt, '--weights', tmp_path / 'edited.safetensors', '--data', folder, '--task', name,
+                      '--json', tmp_path / 'after.json')
+        assert rc == 0, err
+        after = json.loads((tmp_path / 'after.json').read_text())
+
+        B = open_clip_encoder('RN50', 'random', image_size=32, init_seed=1)   # the target, as the command line built it
+        B_file = load_edited(B, tmp_path / 'edited.safetensors')             # the edited checkpoint, re-loaded
+        B_mem = OperatorBank.load(tmp_path / 'bank.json', target=B).apply({('ViT-B-32', name): 1.0})
+        assert B_file.weights_hash() == B_mem.weights_hash() != B.weights_hash()
+        test = world.load_task(name, 'test')
+        assert not torch.allclose(B.encode_image(test.images), B_file.encode_image(test.images))   # the edit moved the embeddings
+        assert after['n'] == len(test) == 6 and after['accuracy'] == zero_shot_accuracy(B_file, test)
+        assert 0 <= zero_shot_accuracy(B, test) <= 1
+        rc, err = run(capsys, 'edit', *tgt, '--bank', tmp_path / 'bank.json', '--strength', 1.0, '--out', tmp_path / 'edited')
+        assert rc == 2 and '--overwrite' in err          # saved work is never overwritten silently
+    finally:
+        world.unregister_task(name)
+
+
+@pytest.mark.slow
 def test_the_whole_path_on_the_command_line(tmp_path, cache_dir):
     folder = make_image_folder(tmp_path / 'squares', n_per_class=8, size=16)
     data = ['--data', folder, '--task', 'squares']
@@ -45,15 +94,23 @@ def test_the_whole_path_on_the_command_line(tmp_path, cache_dir):
     (['eval', '--model', 'RN50', '--task', 'no_such_task'], 'unknown task'),
     (['edit', '--model', 'RN50', '--bank', 'b.json', '--strength', 1, '--out', '/no/such/folder/e'], 'does not exist'),
     (['report', '--out', '@empty'], 'no runs in'),
+    (['eval', '--model', 'RN50', '--task', '@world', '--device', 'cuda:7'], 'device'),
+    (['eval', '--model', 'RN50', '--task', '@world', '--weights', 'openai', '--image-size', 32], 'its own input size'),
 ])
-def test_bad_input_fails_clearly_with_a_nonzero_exit(args, says, tmp_path):
+def test_bad_input_fails_clearly_with_a_nonzero_exit(args, says, tmp_path, capsys):
     args = [world.list_tasks()[0] if a == '@world' else tmp_path / 'empty' if a == '@empty' else a for a in args]
-    r = cli(*args, check=False)
-    assert r.returncode != 0 and says in r.stderr, r.stderr[-2000:]
+    rc, err = run(capsys, *args)
+    assert rc != 0 and says in err, err[-2000:]
 
 
-def test_unwritable_output_fails_before_any_work(tmp_path):
+def test_the_command_exits_non_zero_from_a_shell():
+    "The installed entry point (`python -m platonic_ta.cli`) reports bad input on stderr with exit status 2."
+    r = cli('frobnicate', check=False)
+    assert r.returncode == 2 and 'invalid choice' in r.stderr, r.stderr[-2000:]
+
+
+def test_unwritable_output_fails_before_any_work(tmp_path, capsys):
     ro = tmp_path / 'ro'; ro.mkdir(); ro.chmod(0o500)
     if os.access(ro, os.W_OK): pytest.skip('running as a user who can write anywhere')
-    r = cli('edit', '--model', 'RN50', '--bank', 'b.json', '--strength', 1, '--out', ro / 'e', check=False)
-    assert r.returncode == 2 and 'not writable' in r.stderr
+    rc, err = run(capsys, 'edit', '--model', 'RN50', '--bank', 'b.json', '--strength', 1, '--out', ro / 'e')
+    assert rc == 2 and 'not writable' in err

@@ -6,7 +6,7 @@ from platonic_ta.tasks import make_image_folder, register_folder_task, folder_ta
 from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache, image_hashes
 from platonic_ta.composition import OperatorBank, heldout_split
 from platonic_ta.factorization import save_edited, load_edited
-from platonic_ta.zoo import finetune, zero_shot_accuracy
+from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy
 from platonic_ta.cli import open_clip_encoder
 
 
@@ -53,11 +53,12 @@ def test_bad_folders_and_bad_tensors_say_what_is_wrong(tmp_path):
         register_folder_task(world.list_tasks()[0], make_image_folder(tmp_path / 'h', n_per_class=2, size=6))
 
 
+@pytest.mark.slow
 def test_transfer_vit_b32_to_rn50_through_the_public_api(folder_task_name, tmp_path, cache_dir):
     "Folder -> task -> fine-tune -> descriptor -> bank -> edit -> save -> open_clip reload -> zero-shot, random-init open_clip."
     name, _ = folder_task_name
     base = open_clip_encoder('ViT-B-32', 'random', image_size=32)
-    ft, _, losses = finetune(base, name, steps=3, batch=8, distill=0.0, progress=False)
+    ft, _, losses = finetune(base, name, progress=False, config=FinetuneConfig(steps=3, batch=8, distill=0.0))
     assert ft.weights_hash() != base.weights_hash() and all(map(torch.isfinite, map(torch.tensor, losses)))
     cache = EmbeddingCache(progress=False)
     grid = make_grid(name, 12, seed=0)
