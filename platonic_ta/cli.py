@@ -312,4 +312,4 @@ def main(argv=None) -> int:
         print(f'platonic-ta {argv[0] if argv else ""}: error: {msg}', file=sys.stderr)
         return 2
 
-if __name__ == '__main__' and 'ipykernel' not in sys.modules: sys.exit(main())   # python -m platonic_ta.cli
+if __name__ == '__main__' and getattr(globals().get('__spec__'), 'name', '') == 'platonic_ta.cli': sys.exit(main())   # python -m platonic_ta.cli
