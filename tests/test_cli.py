@@ -27,19 +27,24 @@ def run(capsys, *args):
     return rc, capsys.readouterr().err
 
 
-def test_an_image_folder_from_vit_b32_into_rn50_through_the_api_and_the_cli(tmp_path, cache_dir, capsys):
+PAIRS = [pytest.param('ViT-B-32', 'RN50', marks=pytest.mark.slow, id='ViT-B-32->RN50'),   # the paper's pair (make test-slow)
+         pytest.param('ViT-S-32-alt', 'ViT-S-16-alt', id='ViT-S-32-alt->ViT-S-16-alt')]        # the smallest open_clip towers
+
+
+@pytest.mark.parametrize('source, target', PAIRS)
+def test_an_image_folder_from_one_open_clip_model_into_another_through_the_api_and_the_cli(source, target, tmp_path, cache_dir, capsys):
     "Folder -> task -> fine-tune -> descriptor (Python) -> bank -> edited checkpoint -> zero-shot (command line) -> reload (Python)."
     folder = make_image_folder(tmp_path / 'squares', n_per_class=8, size=16)
     name = 'squares_api_cli'
     register_folder_task(name, folder, overwrite=True, progress=False)   # the command line's defaults: same split, same grid
     try:
-        A = open_clip_encoder('ViT-B-32', 'random', image_size=32)
+        A = open_clip_encoder(source, 'random', image_size=32)
         A_ft = finetune(A, name, progress=False, config=FinetuneConfig(steps=2, batch=8, distill=0.0))[0]
         grid = make_grid(name, 12, seed=0)
         D = Descriptor.from_encoders(A_ft, A, grid, EmbeddingCache(progress=False))
         assert D.shape == (12, 3) and D.U.abs().max() > 0
         D.save(tmp_path / 'desc')
-        tgt = ['--model', 'RN50', '--image-size', 32, '--init-seed', 1]
+        tgt = ['--model', target, '--image-size', 32, '--init-seed', 1]
         rc, err = run(capsys, 'bank', *tgt, '--data', f'{name}={folder}', '--descriptor', tmp_path / 'desc.json', '--out', tmp_path / 'bank')
         assert rc == 0, err
         rc, err = run(capsys, 'edit', *tgt, '--bank', tmp_path / 'bank.json', '--strength', 1.0, '--out', tmp_path / 'edited')
@@ -49,9 +54,9 @@ def test_an_image_folder_from_vit_b32_into_rn50_through_the_api_and_the_cli(tmp_
         assert rc == 0, err
         after = json.loads((tmp_path / 'after.json').read_text())
 
-        B = open_clip_encoder('RN50', 'random', image_size=32, init_seed=1)   # the target, as the command line built it
+        B = open_clip_encoder(target, 'random', image_size=32, init_seed=1)   # the target, as the command line built it
         B_file = load_edited(B, tmp_path / 'edited.safetensors')             # the edited checkpoint, re-loaded
-        B_mem = OperatorBank.load(tmp_path / 'bank.json', target=B).apply({('ViT-B-32', name): 1.0})
+        B_mem = OperatorBank.load(tmp_path / 'bank.json', target=B).apply({(source, name): 1.0})
         assert B_file.weights_hash() == B_mem.weights_hash() != B.weights_hash()
         test = world.load_task(name, 'test')
         assert not torch.allclose(B.encode_image(test.images), B_file.encode_image(test.images))   # the edit moved the embeddings

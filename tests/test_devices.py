@@ -53,14 +53,14 @@ def test_bank_scorer_sliders_follow_the_target(setup, dtype):
     assert bars['edited'][0] == pytest.approx(sc.score({key: 1.0})[task])
 
 
-@pytest.mark.parametrize('dtype', [torch.float64, torch.bfloat16])
-def test_adapter_and_finetune_follow_the_target(setup, dtype):
+def test_adapter_and_finetune_follow_the_target(setup):
     base, task, grid, U, test = setup
+    dtype = torch.bfloat16
     target = as_dtype(base, dtype)
     fit = fit_adapter(target, [(grid, U, 1.0)], steps=2, progress=False)
     assert params_dtypes(fit.encoder) == {dtype} and fit.encoder.device == target.device
     assert all(torch.isfinite(torch.tensor(fit.losses))) and fit.loss_final == fit.loss_final
     ft, tensors, losses = zoo.finetune(target, task, n_train=32, progress=False,
-                                       config=zoo.FinetuneConfig(steps=2, batch=8, distill_n=16))
+                                       config=zoo.FinetuneConfig(steps=2, batch=8, distill_n=8))
     assert params_dtypes(ft) == {dtype} and ft.device == target.device and all(map(lambda x: x == x, losses))
     assert ft.weights_hash() != target.weights_hash()
