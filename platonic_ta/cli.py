@@ -37,8 +37,8 @@ def _state_dict(path: Path) -> dict:
     except Exception as e:
         if type(e).__name__ == 'UnpicklingError':
             raise CLIError(f'{path} holds a pickled model or objects, which are never loaded here (loading runs code from the '
-                           'file): where you trust the file, convert it once to an open_clip state dict, e.g. '
-                           "`m = torch.load(path, weights_only=False); safetensors.torch.save_file(m.state_dict(), 'model.safetensors')`, "
+                           'file): where you trust the file, convert it once to an open_clip state dict (load the model '
+                           "with PyTorch's full unpickler, then safetensors.torch.save_file(model.state_dict(), 'model.safetensors')) "
                            'and pass the .safetensors file') from e
         raise CLIError(f'{path} is not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}): the file is corrupt or '
                        'truncated; save or download it again') from e

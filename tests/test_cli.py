@@ -108,6 +108,7 @@ def test_bad_input_fails_clearly_with_a_nonzero_exit(args, says, tmp_path, capsy
     assert rc != 0 and says in err, err[-2000:]
 
 
+@pytest.mark.slow
 def test_the_command_exits_non_zero_from_a_shell():
     "The installed entry point (`python -m platonic_ta.cli`) reports bad input on stderr with exit status 2."
     r = cli('frobnicate', check=False)
