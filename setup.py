@@ -33,7 +33,7 @@ setuptools.setup(
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
     zip_safe=False,
-    entry_points={'console_scripts': ['platonic-ta=platonic_ta.report:main'],
+    entry_points={'console_scripts': cfg.get('console_scripts', '').split(),
                   'nbdev': [f"{cfg.get('lib_path')}={cfg.get('lib_path')}._modidx:d"]},
     version=cfg['version'],
     author=cfg['author'], author_email=cfg['author_email'], description=cfg['description'],

@@ -150,15 +150,16 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
     for g, U, c in terms:
         G = grids.get(g.grid_hash)
         if G is None:
-            X = target.preprocess(g.images).to(device, dtype)
+            X = target.preprocess(g.images).to(device, dtype)          # pixels in the model's dtype
+            fdt = torch.promote_types(dtype, torch.float32)             # affinities: float32 at least (half models too)
             if cache is not None:
-                T = cache.text_embeddings(target, g).to(device, dtype)
-                Z0 = cache.image_embeddings(target, g).to(device, dtype)
+                T = cache.text_embeddings(target, g).to(device, fdt)
+                Z0 = cache.image_embeddings(target, g).to(device, fdt)
             else:
-                T = _class_units(target, g.prompts, device).to(dtype)
-                Z0 = _tower_embed(image_tower(target.model), X)
+                T = _class_units(target, g.prompts, device).to(fdt)
+                Z0 = _tower_embed(image_tower(target.model), X).to(fdt)
             G = grids[g.grid_hash] = dict(grid=g, X=X, T=T, A0=affinity(Z0, T), terms=[])
-        G['terms'].append((U.to(device, dtype), c))
+        G['terms'].append((U.to(device, G['T'].dtype), c))
     return grids
 
 def _objective(visual, grids: dict, gen=None, batch=None) -> torch.Tensor:
@@ -167,7 +168,7 @@ def _objective(visual, grids: dict, gen=None, batch=None) -> torch.Tensor:
         N = len(G['X'])
         idx = None if batch is None or batch >= N else torch.randperm(N, generator=gen)[:batch].to(G['X'].device)
         pick = (lambda t: t) if idx is None else (lambda t: t[idx])
-        z = _first(visual(pick(G['X'])))
+        z = _first(visual(pick(G['X']))).to(G['T'].dtype)
         D = F.normalize(z, dim=-1) @ G['T'].T - pick(G['A0'])
         for U, c in G['terms']: loss = loss + (D - c * pick(U)).pow(2).mean()
     return loss
@@ -176,7 +177,7 @@ def _objective(visual, grids: dict, gen=None, batch=None) -> torch.Tensor:
 def _full_objective(visual, grids: dict, bs: int = 256) -> float:
     loss = 0.0
     for G in grids.values():
-        D = F.normalize(_tower_embed(visual, G['X'], bs), dim=-1) @ G['T'].T - G['A0']
+        D = F.normalize(_tower_embed(visual, G['X'], bs).to(G['T'].dtype), dim=-1) @ G['T'].T - G['A0']
         for U, c in G['terms']: loss += (D - c * U).pow(2).mean().item()
     return loss
 

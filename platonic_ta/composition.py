@@ -473,7 +473,7 @@ class Scorer:
         if not isinstance(eval_sets, Mapping) or not eval_sets:
             raise ValueError("eval_sets must be a non-empty dict {task: TaskData | (images, labels, prompts)}")
         self.bank, self.route, self.sets = bank, bank.route, {}
-        dt = bank.dtype
+        dt, self.device = bank.dtype, getattr(target, 'device', torch.device('cpu'))   # scores where the target runs
         for task, es in eval_sets.items():
             images, labels, prompts = _eval_parts(es, task)
             with torch.no_grad():
@@ -488,7 +488,9 @@ class Scorer:
             z = z.to(dt)
             a = None if a is None else a.to(dt)
             X = z if a is None else torch.cat([a, torch.ones_like(a[:, :1])], dim=1)
-            self.sets[task] = dict(z=z, a=a, T=T, labels=labels, X=X, L0=z @ T.T)
+            L0 = z @ T.T
+            self.sets[task] = {k: None if v is None else v.to(self.device)
+                               for k, v in dict(z=z, a=a, T=T, labels=labels, X=X, L0=L0).items()}
         self.tasks = list(self.sets)
         self.base = self.score({})
 
@@ -509,7 +511,7 @@ class Scorer:
             raise ValueError(f"theta has shape {tuple(theta.shape)}, but this bank's operators are {self.bank.shape}")
         if not torch.isfinite(theta).all():
             raise ValueError("theta has NaN or Inf entries: an edit needs a finite operator (check the coefficients)")
-        return theta.to(self.bank.dtype)
+        return theta.to(self.device, self.bank.dtype)
 
     def delta(self, theta: torch.Tensor, task: str) -> torch.Tensor:
         "The change of the embeddings of `task`'s set under operator `theta`: `W z` or `ΔW2 a + Δb2`."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import contextlib, copy, hashlib, json, math, os, tempfile, time, warnings
+import contextlib, copy, dataclasses, hashlib, json, math, os, tempfile, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -16,16 +16,16 @@ import platonic_ta
 from . import world
 from .heads import image_features, last_layer
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
-from .guards import file_lock, atomic_write, atomic_write_text, json_digest
+from .guards import file_lock, atomic_write, atomic_write_text, json_digest, check_count, check_number
 
 # %% auto #0
-__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
-           'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'state_dict_digest',
-           'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune_logit_scale',
-           'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir',
-           'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base',
-           'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning',
-           'hub_offline', 'hub_mode', 'load_open_clip']
+__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FinetuneConfig',
+           'FamilySpec', 'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits',
+           'state_dict_digest', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings',
+           'finetune_logit_scale', 'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root',
+           'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path',
+           'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo',
+           'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -76,6 +76,46 @@ def _register_timm_models():
                      class_token=False, global_pool='map'), **kw}
         return build(**clean(kw))
 
+@dataclass(frozen=True)
+class FinetuneConfig:
+    "The recipe of a source fine-tune (LoRA on the image tower's q and v), checked when made; `replace` makes a checked variant."
+    steps: int = 400          # optimiser steps
+    batch: int = 64           # training images per step
+    lr: float = 6e-3          # peak learning rate (AdamW, warmup then cosine)
+    rank: int = 4             # LoRA rank
+    alpha: float = 8.0        # LoRA scale numerator (the update is alpha / rank · B A)
+    distill: float = 2.0      # weight of keeping the caption-corpus embeddings (0: none)
+    distill_n: int = 2048     # caption-corpus images it keeps
+    off_task: bool = False    # distil only the part of each move off the task's class directions
+
+    def __post_init__(self):
+        for k in ('steps', 'batch', 'rank', 'distill_n'):
+            object.__setattr__(self, k, check_count(getattr(self, k), k, 1, hint=f'a fine-tune setting: pass a whole number >= 1, e.g. {k}={getattr(FinetuneConfig, k)}'))
+        for k, lo_open in (('lr', True), ('alpha', True), ('distill', False)):
+            object.__setattr__(self, k, check_number(getattr(self, k), k, 0, lo_open=lo_open,
+                                                     hint=f'a fine-tune setting: pass a number {">" if lo_open else ">="} 0, e.g. {k}={getattr(FinetuneConfig, k)}'))
+        if not isinstance(self.off_task, bool):
+            raise TypeError(f'off_task must be True or False, got {type(self.off_task).__name__} {self.off_task!r}')
+
+    def replace(self, **changes) -> 'FinetuneConfig':
+        "A checked copy with `changes`; an unknown setting names the settings there are."
+        unknown = set(changes) - set(self.to_dict())
+        if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(self.to_dict())}')
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        "The settings as the zoo's files record them."
+        return asdict(self)
+
+    @classmethod
+    def of(cls, x=None, base: 'FinetuneConfig | None' = None) -> 'FinetuneConfig':
+        "`x` as a checked config: a `FinetuneConfig`, or a dict of settings over `base` (the defaults when None)."
+        if isinstance(x, cls): return x
+        base = base or cls()
+        if x is None: return base
+        if isinstance(x, dict): return base.replace(**x)
+        raise TypeError(f'a fine-tune recipe is a FinetuneConfig or a dict of its settings, got {type(x).__name__}')
+
 @dataclass
 class FamilySpec:
     "How one zoo family is built and pretrained."
@@ -90,7 +130,7 @@ class FamilySpec:
     lr: float = 3e-3             # peak learning rate (AdamW, warmup then cosine)
     seed: int = 0                # data sample and init seed
     about: str = ''
-    finetune: dict = field(default_factory=dict)   # this family's overrides of FINETUNE for its source fine-tunes
+    finetune: dict = field(default_factory=dict)   # this family's overrides of FinetuneConfig's settings for its source fine-tunes
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
@@ -107,9 +147,7 @@ FAMILIES = {f.name: f for f in [
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
-FINETUNE = dict(steps=400, batch=64, lr=6e-3, rank=4, alpha=8.0,   # source fine-tunes: LoRA on q and v
-                distill=2.0, distill_n=2048,   # distillation weight, and the caption-corpus images it keeps
-                off_task=False)                # distil only the part of each move off the task's class directions
+FINETUNE = FinetuneConfig().to_dict()   # the default recipe as the zoo's files record it
 
 # %% ../nbs/01_zoo.ipynb #4dbd3f6f
 def _family(name) -> FamilySpec:
@@ -117,10 +155,12 @@ def _family(name) -> FamilySpec:
     if name not in FAMILIES: raise KeyError(f'unknown family {name!r}; zoo families are {list(FAMILIES)}')
     return FAMILIES[name]
 
-def finetune_recipe(family) -> dict:
-    "The source fine-tune settings of a zoo family (FINETUNE with the family's overrides); FINETUNE for any other model."
+def finetune_recipe(family) -> FinetuneConfig:
+    "The source fine-tune recipe of a zoo family (the defaults with the family's overrides); the defaults for any other model."
     f = family if isinstance(family, FamilySpec) else FAMILIES.get(family)
-    return {**FINETUNE, **(f.finetune if f else {})}
+    try: return FinetuneConfig.of(f.finetune if f else None)
+    except (KeyError, TypeError, ValueError) as e:
+        raise type(e)(f'family {f.name!r}: its fine-tune overrides {f.finetune} are not a recipe: {e}') from e
 
 def create_family_model(family, seed: int | None = None) -> nn.Module:
     "A freshly initialised open_clip model for a zoo family (CLIP, or CustomTextCLIP with a logit bias for sigmoid loss)."
@@ -322,42 +362,42 @@ def finetune_logit_scale(enc) -> float:
     return float(enc.model.logit_scale.detach().exp().clamp(10, 100))
 
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
-             progress: bool = True, **overrides) -> tuple:
-    "LoRA fine-tune of the image tower on a task's training split; returns (merged encoder, LoRA tensors, losses)."
-    cfg = {**finetune_recipe(base.name), **overrides, **({} if steps is None else {'steps': steps})}
-    unknown = set(cfg) - set(FINETUNE)
-    if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(FINETUNE)}')
+             progress: bool = True, config: FinetuneConfig | dict | None = None, **overrides) -> tuple:
+    "LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses)."
+    cfg = FinetuneConfig.of(config, finetune_recipe(base.name)).replace(**overrides, **({} if steps is None else {'steps': steps}))
     data = world.load_task(task, 'train', n_train)
-    T = class_embeddings(base, data.classnames, data.templates)
+    dev = base.device                                           # the loss is float32 on the model's device
+    T = class_embeddings(base, data.classnames, data.templates).to(dev)
+    labels = data.labels.to(dev)
     enc = copy.deepcopy(base)
-    if cfg['distill'] > 0:
-        keep_x = world.caption_corpus(cfg['distill_n'], seed=DISTILL_SEED)[0]
-        keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1)
+    if cfg.distill > 0:
+        keep_x = world.caption_corpus(cfg.distill_n, seed=DISTILL_SEED)[0]
+        keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1).to(dev)
         Q = torch.linalg.qr(T.T).Q                              # orthonormal basis of the task's class directions
     expose_qkv(enc.model.visual)
-    pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
+    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, seed)
     params = [p for p in pm.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg['lr'], weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     scale = finetune_logit_scale(base)
     g = torch.Generator().manual_seed(seed)
     enc.model.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []
-    for step in tqdm(range(cfg['steps']), desc=f'finetune {base.name}/{task}', disable=not progress, mininterval=2):
-        idx = torch.randint(0, len(data), (cfg['batch'],), generator=g)
-        for grp in opt.param_groups: grp['lr'] = _lr_at(step, cfg['steps'], cfg['lr'])
-        z = F.normalize(enc.model.encode_image(enc.preprocess(data.images[idx])), dim=-1)
-        loss = F.cross_entropy(scale * z @ T.T, data.labels[idx])
-        if cfg['distill'] > 0:
-            k = torch.randint(0, len(keep_x), (cfg['batch'],), generator=g)
-            dz = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])), dim=-1) - keep_z[k]
-            if cfg['off_task']: dz = dz - (dz @ Q) @ Q.T         # only moves off the task's class directions count
-            loss = loss + cfg['distill'] * 0.5 * (dz * dz).sum(-1).mean()   # ½‖ẑ − ẑ₀‖² = 1 − cos(z, z₀)
+    for step in tqdm(range(cfg.steps), desc=f'finetune {base.name}/{task}', disable=not progress, mininterval=2):
+        idx = torch.randint(0, len(data), (cfg.batch,), generator=g)
+        for grp in opt.param_groups: grp['lr'] = _lr_at(step, cfg.steps, cfg.lr)
+        z = F.normalize(enc.model.encode_image(enc.preprocess(data.images[idx])).float(), dim=-1)
+        loss = F.cross_entropy(scale * z @ T.T, labels[idx.to(dev)])
+        if cfg.distill > 0:
+            k = torch.randint(0, len(keep_x), (cfg.batch,), generator=g)
+            dz = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])).float(), dim=-1) - keep_z[k.to(dev)]
+            if cfg.off_task: dz = dz - (dz @ Q) @ Q.T           # only moves off the task's class directions count
+            loss = loss + cfg.distill * 0.5 * (dz * dz).sum(-1).mean()   # ½‖ẑ − ẑ₀‖² = 1 − cos(z, z₀)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         losses.append(loss.item())
     tensors = adapter_tensors(pm)
     enc.model = merge_adapter(pm).eval()
     enc.name = f'{base.name}+ft:{task}:s{seed}'
-    enc.meta.update(task=task, seed=seed, finetune=cfg)
+    enc.meta.update(task=task, seed=seed, finetune=cfg.to_dict())
     return enc, tensors, losses
 
 # %% ../nbs/01_zoo.ipynb #75ead9e2
@@ -547,20 +587,20 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
                 built.append(str(bp.relative_to(zoo)))
         if not tasks: continue
         base = load_base(f.name, zoo)
-        cfg = {**finetune_recipe(f), **({} if finetune_steps is None else {'steps': finetune_steps})}
+        cfg = finetune_recipe(f).replace(**({} if finetune_steps is None else {'steps': finetune_steps}))
         for task in tasks:
             for seed in seeds:
                 fp = ft_path(zoo, f.name, task, seed)
                 with file_lock(fp):
                     _clear_leftovers(fp)
                     got = _try_load(fp)
-                    if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg)):
+                    if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg.to_dict())):
                         raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
                                          '(zoo=...) rather than overwrite it')
                     if got: continue
                     t0 = time.time()
-                    _, tensors, losses = finetune(base, task, seed=seed, progress=progress, **cfg)
-                    save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg,
+                    _, tensors, losses = finetune(base, task, seed=seed, progress=progress, config=cfg)
+                    save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg.to_dict(),
                                                     seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
                                                     base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256']))
                     built.append(str(fp.relative_to(zoo)))
@@ -610,7 +650,7 @@ def stale_families(path: Path) -> dict:
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
         for p in sorted((Path(path) / fam / 'ft').glob('*.json')):
-            if diff := _recipe_diff(json.loads(p.read_text()).get('finetune', {}), finetune_recipe(fam)):
+            if diff := _recipe_diff(json.loads(p.read_text()).get('finetune', {}), finetune_recipe(fam).to_dict()):
                 out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
     return out
 

@@ -27,6 +27,8 @@ SMOKE = {
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
+    '07_real_models.ipynb': (dict(source_model='ViT-S-32-alt', target_model='ViT-S-16-alt', finetune_steps=2, n_probes=8),
+                             ['real.source_ft_acc', 'real.target_acc_before', 'real.target_acc_after', 'real.reload_rel_err']),
     '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=5, seed_tasks=1, seed_finetune_steps=5, n_eval_zoo=100,
                                   lambdas_zoo=[1.0]),
                              ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
