@@ -208,7 +208,7 @@ class DualEncoder:
         self.mean = torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
         self.std = torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1)
         self.meta = dict(meta or {})
-        self._hash, self._tok = None, (None, None)   # memos: weights hash, tokenizer fingerprint
+        self._tok = (None, None)   # memo of the tokenizer fingerprint
 
     @property
     def device(self) -> torch.device:
@@ -281,12 +281,9 @@ class DualEncoder:
         return last_layer(self.model.visual)
 
     def weights_hash(self) -> str:
-        "sha256 over every parameter and buffer (names, shapes, bytes); recomputed only when a weight changed."
-        # a weight changed: an in-place update (its version), `w.data = ...` (its storage) or a replaced tensor (its id)
-        version = tuple((k, id(p), p.data_ptr(), p._version, p.dtype, tuple(p.shape)) for k, p in self.model.state_dict().items())
-        if self._hash is None or self._hash[0] != version:
-            self._hash = (version, state_dict_digest(self.model))
-        return self._hash[1]
+        "sha256 over every parameter and buffer (names, shapes, bytes), read afresh at every call."
+        # No memo: `w.data.mul_(2)` changes the bytes without bumping any version counter, so only the bytes tell.
+        return state_dict_digest(self.model)
 
     def __deepcopy__(self, memo):
         new = DualEncoder(self.name, copy.deepcopy(self.model, memo), self.tokenizer, self.image_size,
