@@ -34,9 +34,11 @@ $(STAMP): settings.ini setup.py
 sync: install
 	bash tools/check_sync.sh
 
+# pytest runs on two workers (pytest-xdist); tests that time processes of their own run after, one at a time.
 test: install sync
 	$(BIN)/nbdev_test --n_workers 1
-	$(BIN)/python -m pytest -q tests --ignore=tests/lab
+	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial
 
 # JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
 test-lab: install

@@ -18,6 +18,9 @@ def cache_dir(tmp_path_factory):
 
 def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: heavy checks, skipped unless PLATONIC_TA_SLOW=1 (make test-slow)')
+    config.addinivalue_line('markers', 'serial: tests that time several processes of their own (Ray, builders, a killed '
+                                       'build); `make test` runs them after the parallel part, one at a time')
+    config.addinivalue_line('markers', 'xdist_group(name): tests that pytest-xdist keeps on one worker, in file order')
 
 def pytest_collection_modifyitems(config, items):
     "Tests marked slow run only under `make test-slow` (PLATONIC_TA_SLOW=1), like nbdev's `#| slow` cells."
@@ -26,11 +29,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if 'slow' in item.keywords: item.add_marker(skip)
 
-def pytest_terminal_summary(terminalreporter):
-    "Report how many inputs the property-based suite (tests/test_fuzz.py) tried."
+def _fuzz_counts():
+    "The property-based suite's counters (tests/test_fuzz.py), if it ran in this process."
     import sys
     mod = sys.modules.get('test_fuzz')
-    counts, examples = getattr(mod, 'COUNTS', None), getattr(mod, 'EXAMPLES', None)
+    return dict(getattr(mod, 'COUNTS', None) or {}), dict(getattr(mod, 'EXAMPLES', None) or {})
+
+_REMOTE = ({}, {})   # counters sent back by pytest-xdist workers (make test runs the suite on two)
+
+def pytest_sessionfinish(session):
+    "On an xdist worker, hand the counters to the controller."
+    if hasattr(session.config, 'workeroutput'):
+        counts, examples = _fuzz_counts()
+        session.config.workeroutput['fuzz_counts'], session.config.workeroutput['fuzz_examples'] = counts, examples
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    "On the xdist controller, add up each worker's counters."
+    out = getattr(node, 'workeroutput', {})
+    for acc, key in zip(_REMOTE, ('fuzz_counts', 'fuzz_examples')):
+        for k, v in out.get(key, {}).items(): acc[k] = acc.get(k, 0) + v
+
+def pytest_terminal_summary(terminalreporter):
+    "Report how many inputs the property-based suite (tests/test_fuzz.py) tried, in this process or on the workers."
+    counts, examples = _fuzz_counts()
+    for acc, mine in zip(_REMOTE, (counts, examples)):
+        for k, v in acc.items(): mine[k] = mine.get(k, 0) + v
     if counts:
         terminalreporter.write_line(f"hypothesis: {sum(examples.values())} inputs generated over {len(examples)} properties, "
                                     f"{sum(counts.values())} calls tried over {len(counts)} functions and loaders "

@@ -24,6 +24,7 @@ from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosine
                                    idealised_cosine, implied_dispersion, amplification)
 
 DOCUMENTED = (TypeError, ValueError, KeyError, FileNotFoundError, FileExistsError, zoo.ArtifactError)
+pytestmark = pytest.mark.xdist_group('fuzz')   # one worker runs the whole file, so the count below sees every property
 COUNTS = Counter()                      # calls tried, per function or loader
 EXAMPLES = Counter()                    # inputs generated, per property
 

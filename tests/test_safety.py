@@ -216,6 +216,7 @@ def _fill(root, tally, barrier, out):
     z = EmbeddingCache(root, progress=False).embed_images(SlowEncoder(tally), images, key='race')
     save_file({'z': z}, out)
 
+@pytest.mark.serial
 def test_two_processes_fill_one_cache_entry(tmp_path):
     ctx = mp.get_context('spawn')
     tally = tmp_path / 'tally'; tally.mkdir()

@@ -48,6 +48,7 @@ def test_entry_point_parameters_are_checked(tmp_path):
     with pytest.raises(SweepError, match=r"no parameter \['nope'\]"):
         Sweep(SweepSpec(entry='platonic_ta.descriptors:make_grid', grid={'nope': [1]}), tmp_path / 'out')
 
+@pytest.mark.serial
 def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):
     nb = tiny_notebook(tmp_path / 'tiny.ipynb')
     spec = tmp_path / 'tiny.toml'
@@ -64,6 +65,7 @@ def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):
     assert '## Sweeps\n\n### tiny' in (rep / 'index.md').read_text()   # the report page has the section
     # (rerunning failed cells with retry_failed, and never the done ones, is checked in nbs/91_sweep.ipynb on the pool)
 
+@pytest.mark.serial
 def test_entry_point_sweep_records_what_the_function_returns(tmp_path, monkeypatch, cache_dir):
     (tmp_path / 'tinyentry.py').write_text("def score(a, b=2):\n    return {'tinyentry.sum': a + b}\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -1,5 +1,6 @@
 "Zoo builds under faults, with real processes: two builders of one folder, and a build killed midway then resumed."
 import json, os, signal, subprocess, sys, time
+import pytest
 from pathlib import Path
 from platonic_ta import zoo
 
@@ -20,6 +21,7 @@ def _no_debris(folder: Path):
     left = [p.name for p in folder.rglob('*') if p.name.endswith('.tmp') or '.bad-' in p.name]
     assert not left, f'torn or quarantined files left behind: {left}'
 
+@pytest.mark.serial
 def test_two_processes_building_one_zoo_build_each_artefact_once(tmp_path):
     procs = [_builder(tmp_path), _builder(tmp_path)]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
@@ -31,6 +33,7 @@ def test_two_processes_building_one_zoo_build_each_artefact_once(tmp_path):
     for p in _artefacts(tmp_path): zoo.load_artifact(p)        # complete and verified
     _no_debris(tmp_path)
 
+@pytest.mark.serial
 def test_a_build_killed_midway_resumes_and_keeps_what_was_finished(tmp_path):
     seeds = (0, 1)
     proc = _builder(tmp_path, seeds)
