@@ -9,8 +9,8 @@ from pathlib import Path
 from .guards import atomic_write_text
 
 # %% auto #0
-__all__ = ['PAPER', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'paper_table',
-           'write_report', 'run_stages', 'run_benches', 'run_lab', 'main']
+__all__ = ['PAPER', 'EXPERIMENTS', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure',
+           'paper_table', 'write_report', 'run_stages', 'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -84,10 +84,71 @@ PAPER = [  # (metric, effect, the paper's figure)
     ('composition.certified_changed', 'certified predictions that changed', '0'),
 ]
 
-def paper_table(metrics: dict) -> list:
-    "Markdown lines: each `PAPER` effect, this run's value of its metric, and the paper's figure."
+EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figure)): the experiments stage, one table each
+    ('Baselines', '10_baselines', [
+        ('experiments.closed_form_cross_gain_a05', 'closed form across models, two tasks at α = 0.5: task gain (points)', '+20.9 and +15.7'),
+        ('experiments.best_baseline_cross_gain_a05', 'best cross-model baseline (transport or distillation): task gain (points)',
+         '+13.7 and +16.9 (transport, GradFix)'),
+        ('experiments.baseline_adapter_gain_a05', 'adapter across models at α = 0.5: task gain (points)', '+22.0 and +20.0'),
+        ('experiments.baseline_distillation_control_cost_a05', 'posterior distillation at α = 0.5: control cost (points)', '6.75'),
+        ('experiments.baseline_adapter_control_cost_a05', 'adapter at α = 0.5: control cost (points)', '0.47'),
+        ('experiments.baseline_closed_form_removed_l05', 'closed form negation across models, λ = 0.5: points removed', '23.5'),
+        ('experiments.baseline_closed_form_control_cost_l05', 'that negation: control cost (points)', '1.0'),
+        ('experiments.baseline_own_descriptors_removed_l05', 'same-model descriptor negation, λ = 0.5: points removed', '24.8'),
+        ('experiments.baseline_weight_space_removed_l05', 'weight-space negation, λ = 0.5: points removed', '22.0'),
+        ('experiments.baseline_weight_space_control_cost_l05', 'weight-space negation, λ = 0.5: control cost (points)', '4.2'),
+        ('experiments.baseline_closed_form_removed_l1', 'closed form negation across models, λ = 1: points removed', '36.3'),
+        ('experiments.baseline_closed_form_control_cost_l1', 'that negation: control cost (points)', '2.7'),
+        ('experiments.baseline_weight_space_removed_l1', 'weight-space negation, λ = 1: points removed', '30.1'),
+        ('experiments.baseline_weight_space_control_cost_l1', 'weight-space negation, λ = 1: control cost (points)', '13.4'),
+        ('experiments.baseline_transport_control_cost_l1', 'transport negation, λ = 1: control cost (points)', '16.3 (GradFix)'),
+        ('experiments.baseline_negated_teacher_distillation_control_cost_l1', 'negated-teacher distillation, λ = 1: control cost (points)',
+         'control accuracy 73.3 → 7.4'),
+    ]),
+    ('Ablations of the closed form', '10_ablations', [
+        ('experiments.ablation_closed_form_retention', 'closed form, one task across models: retention', '0.74 (76.01 task accuracy)'),
+        ('experiments.ablation_rank_16_retention', 'rank cap 16: retention', 'task accuracy 74.15 against 75.91'),
+        ('experiments.ablation_Procrustes_probes_retention', 'Procrustes transport of the operator: retention', 'task accuracy 65.46 against 76.01'),
+        ('experiments.ablation_text_alignment_least_squares_retention', 'text-space alignment: retention', 'task accuracy 68.17 against 76.01'),
+        ('experiments.ablation_whitened_retention', 'prompt-Gram whitening: retention', 'fit within 0.02 points'),
+        ('experiments.descriptor_agreement_raw', 'same-task descriptor agreement across models, raw', '0.47'),
+        ('experiments.descriptor_agreement_whitened', 'that agreement, prompt-Gram whitened', '0.10'),
+        ('experiments.ablation_exact_first_order_retention', 'exact first-order objective: retention', 'task 80.05, control 67.08 at α = 1'),
+        ('experiments.ablation_exact_first_order_control_change', 'exact first-order objective: control change (points)',
+         'more control cost than the closed form'),
+        ('experiments.probe_halving_retention_at_1_16', 'probes cut to 1/16: retention', 'task accuracy 75.69 → 69.99 at 1/8'),
+    ]),
+    ('Multi-task sweep', '10_multitask', [
+        ('experiments.multitask_gain_J1', 'composed-task gain, J = 1 (points)', '+9.78 to +19.21 over J = 1…8'),
+        ('experiments.multitask_gain_Jmax', 'composed-task gain, all tasks (points)', '+9.78 to +19.21 over J = 1…8'),
+        ('experiments.multitask_control_J1', 'control change, J = 1 (points)', '−1.27'),
+        ('experiments.multitask_control_Jmax', 'control change, all tasks (points)', '−15.30 (J = 8)'),
+    ]),
+    ('A dataset that enters no fit', '10_no_fit', [
+        ('experiments.no_fit_gain', 'related tasks composed across models: gain over zero-shot (points)', '+4.76 to +7.65'),
+        ('experiments.no_fit_adapter_gain', 'the adapter on the same terms (points)', 'within 0.6 of the closed form'),
+        ('experiments.no_fit_oracle_fine_tune_gain', 'within-model oracle (points)', 'accuracy 90.21, above every composition'),
+    ]),
+    ('Targets at another scale', '10_cross_scale', [
+        ('experiments.cross_scale_gain_a05', 'two tasks at α = 0.5 from sources of another scale: gain (points)', '+11.38 to +16.83'),
+        ('experiments.cross_scale_removed_l05', 'negation at λ = 0.5 from another scale: points removed', '20.80 to 30.19'),
+    ]),
+    ('Analogy', '10_analogy', [
+        ('experiments.analogy_margin_weight_space', 'A − B + C over the better positive term, weight space (points)', 'about +0.1 or less'),
+        ('experiments.analogy_margin_descriptor', 'the same, descriptor route (points)', 'about +0.1 or less'),
+    ]),
+    ('Seed sensitivity', '10_seeds', [
+        ('experiments.seed_descriptor_agreement', 'descriptor cosine between fine-tune seeds', '0.93 to 0.97'),
+        ('experiments.seed_weight_agreement', 'weight-update cosine between fine-tune seeds', '0.14 to 0.24'),
+        ('experiments.seed_sd_pair', 'spread of a composed pair across seeds (sd, points)', '±0.23 and ±0.13'),
+        ('experiments.seed_sd_negation_l1', 'spread of a negation at λ = 1 across seeds (sd, points)', '±0.08'),
+    ]),
+]
+
+def paper_table(metrics: dict, rows=None) -> list:
+    "Markdown lines: each effect of `rows` (default `PAPER`), this run's value of its metric, and the paper's figure."
     lines = ['| effect | here | paper | metric |', '| --- | --- | --- | --- |']
-    for key, what, paper in PAPER:
+    for key, what, paper in (PAPER if rows is None else rows):
         here = f'{metrics[key]:.3g}' if key in metrics else 'not recorded'
         lines.append(f'| {what} | {here} | {paper} | `{key}` |')
     return lines
@@ -99,11 +160,17 @@ def write_report(report_dir: str | Path) -> Path:
     lines = ['# platonic-ta report', '',
              f'Generated {time.strftime("%Y-%m-%d %H:%M:%S")} by `platonic-ta report`. '
              'Every number below was written by a stage notebook run (see `_runs/*.ipynb`).', '',
-             '## Beside the paper', ''] + paper_table(metrics) + ['', '## Every metric', '',
-             '| metric | value |', '| --- | --- |']
+             '## Beside the paper', ''] + paper_table(metrics)
+    placed = set()
+    sections = [(t, fig, rows) for t, fig, rows in EXPERIMENTS if any(k in metrics for k, _, _ in rows)]
+    if sections: lines += ['', '## Experiments beside the paper']
+    for title, fig, rows in sections:
+        lines += ['', f'### {title}', ''] + paper_table(metrics, rows)
+        if (report_dir / f'{fig}.png').exists(): lines += ['', f'![{fig}]({fig}.png)']; placed.add(f'{fig}.png')
+    lines += ['', '## Every metric', '', '| metric | value |', '| --- | --- |']
     lines += [f'| `{k}` | {v:.6g} |' for k, v in sorted(metrics.items())]
     lines += ['']
-    for png in sorted(report_dir.glob('*.png')):
+    for png in sorted(p for p in report_dir.glob('*.png') if p.name not in placed):
         lines += [f'## {png.stem}', '', f'![{png.stem}]({png.name})', '']
     sweeps = sorted((report_dir / 'sweeps').glob('*.md'))   # one section per sweep (platonic_ta.sweep.write_summary)
     if sweeps: lines += ['## Sweeps', ''] + [p.read_text() for p in sweeps]
@@ -122,6 +189,12 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, adapter_steps_zoo=150, adapter_batch_zoo=64,
                              adapter_lr_zoo=1e-2, ridge_floor='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition'),
+    # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
+    # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
+    # seeds serve the seed study
+    '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition', trained_targets=1,
+                                 lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
+                                 analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 

@@ -150,6 +150,15 @@ def test_distillation_towards_its_own_posterior_starts_at_zero_and_learns_a_teac
     with pytest.raises(ValueError, match='grid is'): fit_distill(enc, [(grid, A0[:-1])], cfg)
 
 
+def test_teacher_logits_are_the_base_plus_the_scaled_descriptor():
+    g = gen(9)
+    A0, U = torch.randn(6, 3, generator=g, dtype=D64), torch.randn(6, 3, generator=g, dtype=D64)
+    assert torch.equal(teacher_logits(A0, U, 0.0), A0)                 # coefficient 0: the base's own posterior
+    torch.testing.assert_close(teacher_logits(A0, U, 1.0), A0 + U, atol=0, rtol=0)          # the fine-tuned teacher
+    torch.testing.assert_close(teacher_logits(A0, U, -0.5), A0 - 0.5 * U, atol=1e-15, rtol=0)   # the negated teacher
+    with pytest.raises(ValueError, match='one grid'): teacher_logits(A0, U[:5], 1.0)
+
+
 def test_gradient_ascent_raises_the_cross_entropy(enc, task):
     data = world.load_task(task, 'train', 16)
     ga, losses = gradient_ascent(enc, data, AdapterConfig(steps=3, lr=1e-2, seed=0))
