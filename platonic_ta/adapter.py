@@ -228,7 +228,6 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     enc.model = merge_adapter(pm).eval()
     loss_final = _full_objective(image_tower(enc.model), grids)
     enc.name = name or f'{target.name}+adapter'
-    enc._hash = None
     seconds = time.time() - t0
     meta = dict(kind='adapter', config=asdict(cfg), target=str(target.name), target_weights_hash=target.weights_hash(),
                 edited_weights_hash=enc.weights_hash(), targets=targets,
@@ -275,7 +274,7 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
                          f"{sorted(set(tensors) - want)[:3]}; refit the adapter for this target")
     set_peft_model_state_dict(pm, {k: v.to(next(pm.parameters()).device) for k, v in tensors.items()})
     enc.model = merge_adapter(pm).eval()
-    enc.name, enc._hash = name or f'{target.name}+adapter', None
+    enc.name = name or f'{target.name}+adapter'
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
     record_edit(enc, target, dict(kind='adapter', config=meta['config'], terms=meta.get('terms'), file=str(path)), prior)
     return enc

@@ -88,7 +88,7 @@ def lora_fit(target, loss_fn, config: AdapterConfig | None = None, name: str | N
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         losses.append(loss.item())
     enc.model = merge_adapter(pm).eval()
-    enc.name, enc._hash = name or f'{target.name}+lora', None
+    enc.name = name or f'{target.name}+lora'
     record_edit(enc, target, dict(record or {'kind': 'lora_fit'}, config=asdict(cfg)), prior)
     return enc, losses
 
