@@ -20,11 +20,11 @@ from .heads import image_tower
 from .guards import atomic_write
 
 # %% auto #0
-__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'DISTILL_SEED', 'AUDIO_MICRO', 'clap_audio_tower_class',
-           'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer', 'create_audio_model',
-           'audio_family_encoder', 'pretrain_audio', 'finetune_audio', 'audio_accuracy', 'default_audio_zoo_dir',
-           'load_audio_base', 'load_audio_finetune', 'build_audio_zoo', 'estimate_build_seconds', 'HFTokenizer',
-           'load_clap']
+__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'DISTILL_SEED', 'AUDIO_MICRO',
+           'clap_audio_tower_class', 'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer',
+           'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'finetune_audio', 'audio_accuracy',
+           'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo',
+           'estimate_build_seconds', 'HFTokenizer', 'load_clap']
 
 # %% ../nbs/08c_audio_zoo.ipynb #ffcf7813
 _TOWER = None
@@ -165,6 +165,8 @@ def _schedule(opt, steps: int, lr: float):
     return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 2), pct_start=0.06,
                                                anneal_strategy='cos', cycle_momentum=False, div_factor=25, final_div_factor=1e4)
 
+CORPUS_CAP = 20_000   # pretraining clips at most (320 MB of uint8): a family's sample is min(steps × batch, CORPUS_CAP)
+
 def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = None, seed: int | None = None,
                    progress: bool = True) -> tuple:
     "Pretrain an audio family from scratch on its own caption sample; returns (encoder, loss curve)."
@@ -172,7 +174,7 @@ def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = N
     steps = f.steps if steps is None else steps
     seed = f.seed if seed is None else seed
     enc = audio_family_encoder(f, create_audio_model(f, seed))
-    n = corpus_size or min(steps * f.batch, 40_000)
+    n = corpus_size or min(steps * f.batch, CORPUS_CAP)
     clips, caps = audio_world.caption_corpus(n, seed=seed)
     toks = enc.tokenizer(caps)
     m = enc.model.train()
@@ -270,46 +272,63 @@ def _valid(path: Path):
     try: return load_artifact(path)
     except ArtifactError: return None
 
+def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune_steps, progress, world_id) -> None:
+    "Pretrain one family (unless its valid base is there) and fine-tune it on `tasks` × `seeds` (what is missing)."
+    steps = f.steps if pretrain_steps is None else pretrain_steps
+    bp = base_path(zoo, f.name)
+    got = _valid(bp)
+    if got and (got[1].get('world'), got[1].get('steps')) != (world_id, steps):
+        raise ValueError(f"{bp} was built on audio world {got[1].get('world')} with {got[1].get('steps')} steps, not "
+                         f"{world_id} with {steps}: use another folder (zoo=...) rather than overwrite it")
+    if not got:
+        t0, c0 = time.time(), time.process_time()
+        enc, losses = pretrain_audio(f, steps, progress=progress)
+        save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
+                      seconds=time.time() - t0, cpu_seconds=time.process_time() - c0, loss_first=losses[0],
+                      loss_last=float(np.mean(losses[-20:])), world=world_id))
+    base = load_audio_base(f, zoo)
+    cfg = {**AUDIO_FINETUNE, **f.finetune, **({} if finetune_steps is None else {'steps': finetune_steps})}
+    for task in tasks:
+        for s in seeds:
+            fp = ft_path(zoo, f.name, task, s)
+            got = _valid(fp)
+            if got and got[1].get('finetune') != json.loads(json.dumps(cfg)):
+                raise ValueError(f'{fp} was fine-tuned with other settings ({got[1].get("finetune")}): use another folder')
+            if got: continue
+            t0, c0 = time.time(), time.process_time()
+            _, tensors, losses = finetune_audio(base, task, seed=s, progress=progress, **cfg)
+            save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=s, finetune=cfg,
+                                            seconds=time.time() - t0, cpu_seconds=time.process_time() - c0,
+                                            loss_last=float(np.mean(losses[-10:]))))
+
+def _build_worker(args):
+    torch.set_num_threads(1)             # one process per core: torch's own threads would fight each other
+    return _build_family(*args)
+
 def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
-                    finetune_steps: int | None = None, progress: bool = True) -> Path:
-    "Build (or resume) audio families' bases and their source fine-tunes, one after another; returns the folder."
+                    finetune_steps: int | None = None, progress: bool = True, workers: int = 1) -> Path:
+    "Build (or resume) audio families' bases and source fine-tunes (`workers` processes, one family each); returns the folder."
     t_start = time.time()
     zoo = Path(zoo or default_audio_zoo_dir())
     families = list(AUDIO_FAMILIES) if families is None else list(families)
     tasks = audio_world.list_tasks(controls=False) if tasks is None else list(tasks)
     unknown = [t for t in tasks if t not in audio_world.TASKS] + [f for f in families if not isinstance(f, AudioFamilySpec) and f not in AUDIO_FAMILIES]
     if unknown: raise KeyError(f'unknown audio tasks or families {unknown}; tasks are {list(audio_world.TASKS)}, families {list(AUDIO_FAMILIES)}')
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f'workers must be a positive int, got {workers!r}')
     world_id = audio_world.fingerprint()
-    for fam in families:
-        f = _family(fam)
-        steps = f.steps if pretrain_steps is None else pretrain_steps
-        bp = base_path(zoo, f.name)
-        got = _valid(bp)
-        if got and (got[1].get('world'), got[1].get('steps')) != (world_id, steps):
-            raise ValueError(f"{bp} was built on audio world {got[1].get('world')} with {got[1].get('steps')} steps, not "
-                             f"{world_id} with {steps}: use another folder (zoo=...) rather than overwrite it")
-        if not got:
-            t0 = time.time()
-            enc, losses = pretrain_audio(f, steps, progress=progress)
-            save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
-                          seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])), world=world_id))
-        base = load_audio_base(f, zoo)
-        cfg = {**AUDIO_FINETUNE, **f.finetune, **({} if finetune_steps is None else {'steps': finetune_steps})}
-        for task in tasks:
-            for s in seeds:
-                fp = ft_path(zoo, f.name, task, s)
-                got = _valid(fp)
-                if got and got[1].get('finetune') != json.loads(json.dumps(cfg)):
-                    raise ValueError(f'{fp} was fine-tuned with other settings ({got[1].get("finetune")}): use another folder')
-                if got: continue
-                t0 = time.time()
-                _, tensors, losses = finetune_audio(base, task, seed=s, progress=progress, **cfg)
-                save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=s, finetune=cfg,
-                                                seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:]))))
+    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune_steps, progress, world_id) for f in families]
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        jobs.sort(key=lambda j: -j[0].steps)                  # the longest first
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=mp.get_context('spawn')) as ex:
+            for r in [ex.submit(_build_worker, j) for j in jobs]: r.result()
+    else:
+        for j in jobs: _build_family(*j)
     log = zoo / 'BUILDS.json'
     runs = json.loads(log.read_text()) if log.exists() else []
     runs.append(dict(families=[_family(f).name for f in families], tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                     finetune_steps=finetune_steps, wall_seconds=time.time() - t_start))
+                     finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t_start))
     text = json.dumps(runs, indent=1)
     atomic_write(log, lambda tmp: Path(tmp).write_text(text))
     return zoo
@@ -317,20 +336,38 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
 AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=30, finetune_steps=10)
 
 # %% ../nbs/08c_audio_zoo.ipynb #bcbfea1b
-def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: int = 3) -> dict:
-    "{family: seconds} for a full `build_audio_zoo` (pretraining + fine-tunes), extrapolated from `probe_steps` timed steps."
+def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: int = 3, workers: int = 2) -> dict:
+    """Seconds of a full `build_audio_zoo` per family, extrapolated from `probe_steps` timed steps (after one warm-up
+    step, one torch thread): `wall` at this machine's current load, `cpu` the CPU time, which is the wall time of one
+    worker on an idle core; `'total'` adds corpus rendering and spreads the families over `workers` cores."""
     families = list(AUDIO_FAMILIES) if families is None else list(families)
-    n_ft = len(audio_world.list_tasks(controls=False) if tasks is None else tasks) * len(seeds)
+    tasks = audio_world.list_tasks(controls=False) if tasks is None else list(tasks)
+    n_ft = len(tasks) * len(seeds)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     out = {}
-    for fam in families:
-        f = _family(fam)
-        t0 = time.time(); base, _ = pretrain_audio(f, probe_steps + 1, corpus_size=f.batch, progress=False); t1 = time.time()
-        pre = (t1 - t0) / (probe_steps + 1)
-        cfg = {**AUDIO_FINETUNE, **f.finetune}
-        t0 = time.time()
-        finetune_audio(base, 'events', steps=probe_steps + 1, n_train=cfg['batch'], progress=False, distill_n=cfg['batch'])
-        ft = (time.time() - t0) / (probe_steps + 1)
-        out[f.name] = dict(pretrain_step=pre, finetune_step=ft, seconds=pre * f.steps + ft * cfg['steps'] * n_ft)
+    try:
+        for fam in families:
+            f = _family(fam)
+            cfg = {**AUDIO_FINETUNE, **f.finetune}
+            def timed(fn):
+                fn(1)                                             # warm-up: first-call costs are not per step
+                w, c = time.perf_counter(), time.process_time()
+                fn(probe_steps)
+                return (time.perf_counter() - w) / probe_steps, (time.process_time() - c) / probe_steps
+            base = pretrain_audio(f, 1, corpus_size=f.batch, progress=False)[0]
+            pre = timed(lambda n: pretrain_audio(f, n, corpus_size=f.batch, progress=False))
+            ft = timed(lambda n: finetune_audio(base, tasks[0], steps=n, n_train=cfg['batch'], progress=False, distill_n=cfg['batch']))
+            n_steps = (f.steps, cfg['steps'] * n_ft)
+            out[f.name] = dict(pretrain_step_wall=pre[0], pretrain_step_cpu=pre[1], finetune_step_wall=ft[0], finetune_step_cpu=ft[1],
+                               wall=pre[0] * n_steps[0] + ft[0] * n_steps[1], cpu=pre[1] * n_steps[0] + ft[1] * n_steps[1])
+    finally: torch.set_num_threads(threads)
+    t0 = time.process_time(); audio_world.caption_corpus(200, seed=4321); per_clip = (time.process_time() - t0) / 200
+    render = sum(per_clip * min(_family(f).steps * _family(f).batch, CORPUS_CAP) for f in families)
+    loads = sorted((v['cpu'] for v in out.values()), reverse=True)
+    lanes = [0.0] * max(1, workers)
+    for c in loads: lanes[lanes.index(min(lanes))] += c              # the longest first onto the least loaded core
+    out['total'] = dict(cpu=sum(loads) + render, render_cpu=render, workers=workers, wall_idle=max(lanes) + render / max(1, workers))
     return out
 
 # %% ../nbs/08c_audio_zoo.ipynb #5707a4d1
