@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_audio_zoo.ipynb #63b03d2a
 from __future__ import annotations
-import copy, json, math, os, time
+import copy, hashlib, json, math, os, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -23,8 +23,8 @@ from .guards import atomic_write
 __all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'DISTILL_SEED', 'AUDIO_MICRO',
            'clap_audio_tower_class', 'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer',
            'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'finetune_audio', 'audio_accuracy',
-           'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo',
-           'estimate_build_seconds', 'HFTokenizer', 'load_clap']
+           'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo', 'AudioZoo',
+           'get_audio_zoo', 'estimate_build_seconds', 'HFTokenizer', 'load_clap']
 
 # %% ../nbs/08c_audio_zoo.ipynb #ffcf7813
 _TOWER = None
@@ -334,6 +334,37 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
     return zoo
 
 AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=30, finetune_steps=10)
+
+@dataclass
+class AudioZoo:
+    "An audio zoo folder and what it holds (the interface of `zoo.Zoo`: `descriptors.zoo_descriptors` takes it)."
+    path: Path
+    families: list
+    tasks: list
+    seeds: list = field(default_factory=lambda: [0])
+    def base(self, family) -> AudioEncoder: return load_audio_base(family, self.path)
+    def finetune(self, family, task, seed=0, base=None) -> AudioEncoder: return load_audio_finetune(family, task, seed, self.path, base)
+
+def _recipe_id(recipe: dict) -> str:
+    "8 hex digits naming a build recipe with its families' specs, the fine-tune settings and the audio world."
+    rec = dict(recipe, specs=[asdict(_family(f)) for f in recipe['families']], finetune=AUDIO_FINETUNE, world=audio_world.fingerprint())
+    return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> AudioZoo:
+    "The micro audio zoo (built on demand, a folder per recipe), the full one (`default_audio_zoo_dir()`), or a folder."
+    if kind == 'micro':
+        path = cache_root() / f'audio-zoo-micro-{_recipe_id(AUDIO_MICRO)}'
+        if build: build_audio_zoo(AUDIO_MICRO['families'], AUDIO_MICRO['tasks'], zoo=path, pretrain_steps=AUDIO_MICRO['pretrain_steps'],
+                                  finetune_steps=AUDIO_MICRO['finetune_steps'], workers=workers, progress=progress)
+        return AudioZoo(path, list(AUDIO_MICRO['families']), list(AUDIO_MICRO['tasks']))
+    if kind == 'full':
+        if build: build_audio_zoo(zoo=default_audio_zoo_dir(), workers=workers, progress=progress)
+        return AudioZoo(default_audio_zoo_dir(), list(AUDIO_FAMILIES), audio_world.list_tasks(controls=False))
+    path = Path(kind)
+    fams = [f for f in AUDIO_FAMILIES if base_path(path, f).with_suffix('.json').exists()]
+    if not fams: raise FileNotFoundError(f"audio zoo {kind!r}: not 'micro', 'full' or a folder holding <family>/base.json")
+    tasks = sorted({p.stem.rsplit('_s', 1)[0] for f in fams for p in (path / f / 'ft').glob('*.json')})
+    return AudioZoo(path, fams, [t for t in audio_world.list_tasks() if t in tasks])
 
 # %% ../nbs/08c_audio_zoo.ipynb #bcbfea1b
 def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: int = 3, workers: int = 2) -> dict:

@@ -25,6 +25,8 @@ SMOKE = {
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
+    '08_audio.ipynb': (dict(n_probes=16, n_eval=32, adapter_steps=3), ['audio.mean_gain_composed', 'audio.control_move',
+                        'audio.negation_removed_l1', 'audio.negation_control_cost_l1', 'audio.certified_changed']),
     '08a_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
     '08b_audio_frontend.ipynb': ({}, []),
     '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
