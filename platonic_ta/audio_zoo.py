@@ -417,7 +417,10 @@ def load_clap(path, tokenizer=None, frontend: FrontEnd | None = None, name: str 
     if not p.is_dir() or not (p / 'config.json').exists():
         raise FileNotFoundError(f'{p} is not a transformers CLAP folder (config.json and weights); save one with '
                                 'ClapModel.save_pretrained(folder), or download e.g. laion/clap-htsat-unfused elsewhere')
-    clap = ClapModel.from_pretrained(str(p), local_files_only=True).eval()
+    if not list(p.glob('*.safetensors')):
+        raise FileNotFoundError(f'{p} holds no .safetensors weights (this package never reads pickles): convert the checkpoint '
+                                'with ClapModel.from_pretrained(folder).save_pretrained(new_folder) in a trusted session')
+    clap = ClapModel.from_pretrained(str(p), local_files_only=True, use_safetensors=True).eval()
     if tokenizer is None:
         try:
             from transformers import AutoTokenizer

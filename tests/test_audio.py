@@ -149,3 +149,9 @@ def test_build_and_load_audio_zoo(tmp_path):
     assert build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune_steps=1, progress=False) == z   # resumes: nothing redone
     with pytest.raises(ValueError, match='another folder'):
         build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=3, finetune_steps=1, progress=False)
+
+
+def test_load_clap_refuses_folders_without_safetensors(tmp_path):
+    with pytest.raises(FileNotFoundError, match='not a transformers CLAP folder'): load_clap(tmp_path)
+    (tmp_path / 'config.json').write_text('{}')
+    with pytest.raises(FileNotFoundError, match='no .safetensors'): load_clap(tmp_path)
