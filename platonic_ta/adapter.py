@@ -245,7 +245,7 @@ def _peft_version() -> str:
     return peft.__version__
 
 # %% ../nbs/05_adapter.ipynb #bc054215
-_ARTIFACT_KEYS = ('record_sha256', 'sha256', 'library_version', 'torch_version', 'open_clip_version')   # added on save
+_ARTIFACT_KEYS = ('record_sha256', 'sha256', 'digest', 'library_version', 'torch_version', 'open_clip_version')   # added on save
 
 def load_adapter(target, path, check_target: bool = True, name: str | None = None, stack: bool = False):
     "The target with a saved adapter (`AdapterFit.save`) applied and merged; the file's sha256 and its target are checked."

@@ -13,7 +13,8 @@ import torch
 
 from . import __version__
 from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _atomic_save_safetensors,
-                                     _atomic_write_text, _read_safetensors, _tensor_checksum)
+                                     _read_safetensors, _tensor_checksum)
+from .guards import atomic_write_text
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features, base_weights_hash,
                                        edit_record, check_stack, record_edit, EditStackError)
@@ -401,7 +402,7 @@ class OperatorBank:
         if not tensors: raise BankError("the bank is empty: add operators before saving it")
         _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
                                                'manifest_sha256': json_digest(man)}, overwrite)
-        _atomic_write_text(js, json.dumps(man, indent=1), overwrite)
+        atomic_write_text(js, json.dumps(man, indent=1), overwrite)
         return js
 
     @classmethod
@@ -863,12 +864,12 @@ class Sliders:
                  negate=W.Dropdown(options=[('none', None)] + [(t, t) for t in self.negate], value=st['negate'],
                                    description='negate'),
                  lam=W.FloatSlider(value=st['lam'], min=0.0, max=4.0, step=0.25, description='λ'),
-                 info=W.HTML(), chart=W.HTML(), out=W.Output())
+                 info=W.HTML(), chart=W.HTML(), image=W.Image(format='png'))
         self._w = w
         for c in [w['target'], w['source'], w['negate'], w['lam'], *w['alphas'].values()]:
             c.observe(lambda change: self.refresh(), names='value')
         self.widget = W.VBox([W.HBox([w['target'], w['source']]), *w['alphas'].values(),
-                              W.HBox([w['negate'], w['lam']]), w['info'], w['chart'], w['out']])
+                              W.HBox([w['negate'], w['lam']]), w['info'], w['chart'], w['image']])
         return self.widget
 
     def state(self) -> dict:
@@ -892,11 +893,9 @@ class Sliders:
         if self.chart == 'html':
             self._w['chart'].value = bars_html(bars) + rows_html(rows)
         else:
-            from IPython.display import display, Image
-            png = self.png(self._redraw_matplotlib(bars, title))
-            with self._w['out']:
-                self._w['out'].clear_output(wait=True)
-                display(Image(png))
+            # an Image widget, not an Output widget: capturing display output into a widget can leave a headless
+            # run (papermill) waiting forever for the kernel's idle message
+            self._w['image'].value = self.png(self._redraw_matplotlib(bars, title))
             self._w['chart'].value = rows_html(rows)
         self.last_refresh_ms = 1e3 * (time.perf_counter() - t0)
         self._w['info'].value = (f'{title}: update {self.last_ms:.1f} ms, with redraw {self.last_refresh_ms:.1f} ms')

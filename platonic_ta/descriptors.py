@@ -196,7 +196,7 @@ def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict, overwrit
     atomic_write(Path(path), lambda tmp: save_file({k: v.contiguous() for k, v in tensors.items()}, tmp,
                                                    metadata=metadata), overwrite)
 
-from .report import _atomic_write_text   # one atomic text writer for the package
+from .guards import atomic_write_text
 
 def _read_safetensors(path: Path) -> tuple[dict, dict]:
     with safe_open(str(path), framework='pt') as f:
@@ -219,8 +219,9 @@ class EmbeddingCache:
 
     def key(self, encoder, inputs_hash: str, kind: str) -> dict:
         "The cache key of `encoder`'s embeddings of the input set `inputs_hash`."
-        return dict(weights_hash=str(encoder.weights_hash()), inputs=inputs_hash,
-                    preprocess=str(encoder.preprocess_id), kind=kind)
+        key = dict(weights_hash=str(encoder.weights_hash()), inputs=inputs_hash, preprocess=str(encoder.preprocess_id), kind=kind)
+        if kind == 'text': key['tokenizer'] = str(getattr(encoder, 'tokenizer_id', ''))   # another tokenizer, other embeddings
+        return key
 
     def path(self, key: dict) -> Path:
         "The file of `key`: named by the key alone (labels live in the file's metadata), so equal keys share it."
@@ -454,7 +455,7 @@ class Descriptor:
         man = self.manifest()       # its digest goes into the other file: damage to either is caught on load
         _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
                                                                     'manifest_sha256': json_digest(man)}, overwrite)
-        _atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
+        atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
         return js
 
     @classmethod

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
 from .heads import last_layer, image_tower, image_features, head_parts
+from .zoo import state_dict_digest
 from .guards import (check_number, check_count, check_seed, check_alloc, atomic_write, refuse_existing,
                                 check_kind)
 
@@ -249,11 +250,7 @@ def weights_hash_of(model) -> str:
     m = model if isinstance(model, torch.nn.Module) else getattr(model, 'model', model)
     if not isinstance(m, torch.nn.Module):
         raise TypeError(f"cannot hash the weights of a {type(model).__name__}: pass a dual encoder or an nn.Module")
-    h = hashlib.sha256()
-    for k, v in sorted(m.state_dict().items()):
-        h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
-        h.update(v.detach().contiguous().cpu().numpy().tobytes())
-    return h.hexdigest()[:32]
+    return state_dict_digest(m)
 
 def edit_record(model) -> list:
     "The edits folded into `model`, oldest first (`[]` for an unedited model); copies of the entries."

@@ -10,8 +10,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'AllocationError', 'machine_memory',
-           'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'file_lock', 'file_kind', 'WrongKindError',
-           'json_digest', 'wrong_kind', 'check_kind']
+           'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'atomic_write_text', 'file_lock', 'file_kind',
+           'WrongKindError', 'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -99,17 +99,28 @@ def publish(tmp, path, overwrite: bool) -> None:
         os.replace(tmp, path)
     else: os.remove(tmp)
 
+def _umask() -> int:
+    mask = os.umask(0o022); os.umask(mask)
+    return mask
+
 def atomic_write(path, write, overwrite: bool = True) -> Path:
     "Call `write(tmp_path)` on a temporary file next to `path`, then `publish` it; no temporary file is left behind."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give, not mkstemp's private 0600
         write(tmp)
         publish(tmp, path, overwrite)
     finally:
         if os.path.exists(tmp): os.remove(tmp)
     return path
+
+def atomic_write_text(path, text: str, overwrite: bool = True) -> Path:
+    "`atomic_write` of a text file: a crash never leaves half a file."
+    def write(tmp):
+        with open(tmp, 'w') as f: f.write(text)
+    return atomic_write(path, write, overwrite)
 
 # %% ../nbs/01b_guards.ipynb #a16397f0
 @contextmanager

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
-from .guards import atomic_write
+from .guards import atomic_write_text
 
 # %% auto #0
 __all__ = ['PAPER', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure', 'paper_table',
@@ -21,12 +21,7 @@ def repo_root(start: Path | None = None) -> Path:
             if (p / 'settings.ini').exists(): return p
     raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
 
-# %% ../nbs/90_report.ipynb #ed1b5ef5
-def _atomic_write_text(path: Path, text: str, overwrite: bool = True):
-    "Write through a temporary file in the same folder, then rename: a crash never leaves half a file."
-    def write(tmp):
-        with open(tmp, 'w') as f: f.write(text)
-    atomic_write(Path(path), write, overwrite)
+
 
 # %% ../nbs/90_report.ipynb #cf6f179e
 def _check_metrics(metrics: dict) -> dict:
@@ -58,7 +53,7 @@ def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:
     if report_dir is None: return metrics
     old = read_metrics(report_dir)   # a corrupt file stops here: it is never overwritten with only this stage's figures
     old.update(metrics)
-    _atomic_write_text(Path(report_dir) / 'metrics.json', json.dumps(dict(sorted(old.items())), indent=1))
+    atomic_write_text(Path(report_dir) / 'metrics.json', json.dumps(dict(sorted(old.items())), indent=1))
     return metrics
 
 # %% ../nbs/90_report.ipynb #f514e249
@@ -113,7 +108,7 @@ def write_report(report_dir: str | Path) -> Path:
     sweeps = sorted((report_dir / 'sweeps').glob('*.md'))   # one section per sweep (platonic_ta.sweep.write_summary)
     if sweeps: lines += ['## Sweeps', ''] + [p.read_text() for p in sweeps]
     out = report_dir / 'index.md'
-    _atomic_write_text(out, '\n'.join(lines))
+    atomic_write_text(out, '\n'.join(lines))
     return out
 
 # %% ../nbs/90_report.ipynb #b288ef4e

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, subprocess, sys, time
 from pathlib import Path
 
-from .report import repo_root, save_figure, write_report, _atomic_write_text
+from .report import repo_root, save_figure, write_report
+from .guards import atomic_write_text
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
@@ -126,7 +127,7 @@ def entry_notebook(entry: str, dest) -> Path:
                 nbformat.v4.new_code_cell(f'from {mod} import {fn}\nfrom platonic_ta.report import record_metrics\n'
                                           f'record_metrics({fn}({args}), report_dir)')]
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(dest, nbformat.writes(nb))
+    atomic_write_text(dest, nbformat.writes(nb))
     return dest
 
 def check_parameters(spec: SweepSpec, known: dict, where: str):
@@ -173,7 +174,7 @@ def run_cell(job: dict) -> dict:
         if prev and prev.get('status') == 'failed':
             k = 1 + len(list(cell_dir.glob('failed-*.ipynb')))
             out_nb.rename(cell_dir / f'failed-{k}.ipynb')
-    _atomic_write_text(cell_dir / 'params.json', json.dumps(job['params'], indent=1, default=str))
+    atomic_write_text(cell_dir / 'params.json', json.dumps(job['params'], indent=1, default=str))
     t0 = time.time()
     status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename,
                   executor=job.get('executor', 'local'), pid=os.getpid())
@@ -186,7 +187,7 @@ def run_cell(job: dict) -> dict:
         msg = f"{getattr(e, 'ename', type(e).__name__)}: {ev if ev is not None else e}"
         status.update(status='failed', error=msg.strip().splitlines()[0][:500] if msg.strip() else type(e).__name__)
     status['seconds'] = round(time.time() - t0, 2)
-    _atomic_write_text(cell_dir / 'status.json', json.dumps(status, indent=1, default=str))
+    atomic_write_text(cell_dir / 'status.json', json.dumps(status, indent=1, default=str))
     return status
 
 # %% ../nbs/91_sweep.ipynb #8cbda624
@@ -308,7 +309,7 @@ class Sweep:
         w.writeheader()
         for r in rows: w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()})
         path = self.out / 'results.csv'
-        _atomic_write_text(path, buf.getvalue())
+        atomic_write_text(path, buf.getvalue())
         return path
 
     def metric_keys(self, rows: list) -> list:
@@ -373,7 +374,7 @@ def write_summary(sweep: Sweep, report_dir=None, rows: list | None = None) -> Pa
     lines += [''] + [f'- failed `{r["cell"]}`: {r["error"]}' for r in rows if r['status'] == 'failed']
     lines += ['', f'![sweep {sweep.spec.name}](sweeps/{sweep.spec.name}.png)', '']
     out = sdir / f'{sweep.spec.name}.md'
-    _atomic_write_text(out, '\n'.join(lines))
+    atomic_write_text(out, '\n'.join(lines))
     return out
 
 def run_sweep(spec, out=None, report_dir=None, workers: int = 2, ray: bool = False, ray_address: str | None = None,

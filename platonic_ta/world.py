@@ -13,9 +13,10 @@ import torch
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
            'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS',
-           'SPLIT_SIZES', 'MAX_IMAGES', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha', 'handwritten_digits',
-           'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks', 'load_task',
-           'images_hash', 'caption_scene', 'caption_corpus', 'vocabulary', 'fingerprint']
+           'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
+           'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks',
+           'register_task', 'unregister_task', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus',
+           'vocabulary', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -402,7 +403,10 @@ def list_tasks(controls: bool | None = None) -> list:
     return [n for n, t in TASKS.items() if t.role == ('control' if controls else 'edit')]
 
 def _check_task(name, split):
-    if name not in TASKS: raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}')
+    if name not in TASKS and name not in USER_TASKS:
+        raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}'
+                       + (f', and the registered {list(USER_TASKS)}' if USER_TASKS else '')
+                       + '; register a task of your own with world.register_task(name, loader)')
     if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
 
 def _rng(*key):
@@ -435,10 +439,45 @@ def _check_count(n, what='n') -> int:
     if not 1 <= n <= MAX_IMAGES: raise ValueError(f'{what} must be between 1 and {MAX_IMAGES:,}, got {n:,}')
     return n
 
+USER_TASKS: dict = {}   # name -> loader(split, n) of a registered task
+
+def register_task(name: str, loader, overwrite: bool = False) -> None:
+    "Make a task of your own loadable by name wherever a world task is: `loader(split, n)` returns its `TaskData`."
+    if not isinstance(name, str) or not name or name != name.strip() or '/' in name:
+        raise ValueError(f'task name {name!r}: pass a non-empty name without slashes or surrounding spaces')
+    if name in TASKS: raise ValueError(f'{name!r} is a task of the world; register yours under another name')
+    if name in USER_TASKS and not overwrite:
+        raise ValueError(f'a task {name!r} is already registered; pass overwrite=True to replace it')
+    if not callable(loader): raise TypeError(f'loader must be a function (split, n) -> TaskData, got {type(loader).__name__}')
+    USER_TASKS[name] = loader
+
+def unregister_task(name: str) -> None:
+    "Forget a registered task."
+    if name not in USER_TASKS: raise KeyError(f'no registered task {name!r}; registered: {list(USER_TASKS)}')
+    del USER_TASKS[name]
+
+def _load_user_task(name, split, n) -> TaskData:
+    d = USER_TASKS[name](split, n)
+    if not isinstance(d, TaskData):
+        raise TypeError(f'the loader of task {name!r} returned {type(d).__name__}, not a TaskData')
+    if d.name != name or d.split != split:
+        raise ValueError(f'the loader of task {name!r} returned task {d.name!r}, split {d.split!r} for split {split!r}')
+    if d.images.dtype != torch.uint8 or d.images.ndim != 4 or d.images.shape[1] != 3:
+        raise TypeError(f'task {name!r}: images must be uint8 (n, 3, H, W), got {d.images.dtype} {tuple(d.images.shape)}')
+    if len(d.images) != len(d.labels) or not len(d.labels):
+        raise ValueError(f'task {name!r}: {len(d.images)} images for {len(d.labels)} labels')
+    if int(d.labels.min()) < 0 or int(d.labels.max()) >= len(d.classnames):
+        raise ValueError(f'task {name!r}: labels outside 0..{len(d.classnames) - 1} (one per class name)')
+    if not d.templates or any('{}' not in t for t in d.templates):
+        raise ValueError(f"task {name!r}: every prompt template needs a '{{}}' for the class name, got {d.templates}")
+    return d if n is None else TaskData(d.name, d.split, d.images[:n], d.labels[:n], d.classnames, d.templates)
+
 def load_task(name: str, split: str, n: int | None = None) -> TaskData:
-    "Render `n` images (default: the split's size) of task `name` in `split` ('train' or 'test')."
+    "Render `n` images (default: the split's size) of task `name` in `split` ('train' or 'test'); or load a registered task."
     _check_task(name, split)
-    n = SPLIT_SIZES[split] if n is None else _check_count(n)
+    if n is not None: n = _check_count(n)
+    if name in USER_TASKS: return _load_user_task(name, split, n)
+    n = SPLIT_SIZES[split] if n is None else n
     imgs, labels = _render_task(name, split, n)
     spec = TASKS[name]
     return TaskData(name, split, torch.from_numpy(imgs.copy()), torch.from_numpy(labels.copy()).long(),

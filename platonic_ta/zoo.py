@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import copy, hashlib, json, math, os, tempfile, time, warnings
+import contextlib, copy, hashlib, json, math, os, tempfile, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -16,15 +16,16 @@ import platonic_ta
 from . import world
 from .heads import image_features, last_layer
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
-from .report import _atomic_write_text
+from .guards import file_lock, atomic_write, atomic_write_text, json_digest
 
 # %% auto #0
 __all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FamilySpec',
-           'finetune_recipe', 'create_family_model', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain',
-           'class_embeddings', 'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root',
-           'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path',
-           'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo',
-           'load_open_clip']
+           'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits', 'state_dict_digest',
+           'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings', 'finetune_logit_scale',
+           'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir',
+           'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base',
+           'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning',
+           'hub_offline', 'hub_mode', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -95,7 +96,8 @@ FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
                dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1, about='open_clip ViT, patch 8, width 96, depth 4'),
     FamilySpec('vit_w128', 128, dict(layers=2, width=128, head_width=32, patch_size=16, image_size=64),
-               dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2, about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
+               dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2,
+               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0), about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
     FamilySpec('rn_w16', 64, dict(layers=(1, 1, 1, 1), width=16, image_size=32),
                dict(width=64, heads=2, layers=1), seed=3, about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
@@ -134,6 +136,30 @@ def create_family_model(family, seed: int | None = None) -> nn.Module:
     return CLIP(f.embed_dim, vision, text)
 
 # %% ../nbs/01_zoo.ipynb #f0ff5f06
+def tokenizer_fingerprint(tok) -> str:
+    "16 hex digits for a tokenizer: its type, context length and vocabulary (or, lacking one, the object itself)."
+    vocab = getattr(tok, 'vocab', None) or getattr(tok, 'encoder', None)          # ours, open_clip's BPE
+    if vocab is None and hasattr(getattr(tok, 'tokenizer', None), 'get_vocab'): vocab = tok.tokenizer.get_vocab()   # HF
+    what = json.dumps(vocab, sort_keys=True, default=str) if vocab is not None else f'object {id(tok)}'
+    h = hashlib.sha256(f'{type(tok).__module__}.{type(tok).__name__}|{getattr(tok, "context_length", "")}|'.encode() + what.encode())
+    return h.hexdigest()[:16]
+
+def text_limits(model: nn.Module) -> tuple:
+    "(vocabulary size, context length) of a CLIP-style model's text tower, None for what it does not expose."
+    holder = model if hasattr(model, 'token_embedding') else getattr(model, 'text', None)
+    emb, pos = getattr(holder, 'token_embedding', None), getattr(holder, 'positional_embedding', None)
+    return (emb.num_embeddings if isinstance(emb, nn.Embedding) else None,
+            pos.shape[0] if isinstance(pos, torch.Tensor) and pos.ndim == 2 else None)
+
+def state_dict_digest(module: nn.Module) -> str:
+    "32 hex digits of sha256 over a module's state dict: names, shapes and bytes (bfloat16 as its 16-bit patterns)."
+    h = hashlib.sha256()
+    for k, v in sorted(module.state_dict().items()):
+        h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
+        v = v.detach().contiguous().cpu()
+        h.update((v.view(torch.int16) if v.dtype == torch.bfloat16 else v).numpy().tobytes())   # numpy has no bfloat16
+    return h.hexdigest()[:32]
+
 class DualEncoder:
     "A dual encoder behind one interface: uint8 images and prompt strings in, embeddings out."
     def __init__(self, name: str, model: nn.Module, tokenizer, image_size: int, mean=(0.5,) * 3, std=(0.25,) * 3,
@@ -142,21 +168,32 @@ class DualEncoder:
         self.mean = torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
         self.std = torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1)
         self.meta = dict(meta or {})
-        self._hash = None
+        self._hash, self._tok = None, (None, None)   # memos: weights hash, tokenizer fingerprint
+
+    @property
+    def device(self) -> torch.device:
+        "Where the model is (its image tower's first parameter): inputs go there."
+        return next(self.model.visual.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        "The image tower's floating dtype (float32, or float16 / bfloat16 for a half-precision model)."
+        return next(p for p in self.model.visual.parameters() if p.is_floating_point()).dtype
 
     @property
     def preprocess_id(self) -> str:
         return f'u8-bilinear{self.image_size}-mean{self.mean.flatten().tolist()}-std{self.std.flatten().tolist()}'
 
     def preprocess(self, images: torch.Tensor) -> torch.Tensor:
-        "uint8 (n, 3, H, W) -> normalised float (n, 3, S, S)."
+        "uint8 (n, 3, H, W) -> normalised (n, 3, S, S) on the model's device, in its dtype (computed in float32)."
         if not isinstance(images, torch.Tensor) or images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != 3:
             raise TypeError(f'expected uint8 images of shape (n, 3, H, W), got '
                             f'{getattr(images, "dtype", type(images))} {tuple(getattr(images, "shape", ()))}')
-        x = images.float() / 255.0
+        dev = self.device
+        x = images.to(dev).float() / 255.0
         if x.shape[-1] != self.image_size or x.shape[-2] != self.image_size:
             x = F.interpolate(x, size=(self.image_size, self.image_size), mode='bilinear', align_corners=False)
-        return (x - self.mean) / self.std
+        return ((x - self.mean.to(dev)) / self.std.to(dev)).to(self.dtype)
 
     @torch.no_grad()
     def encode_image(self, images: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
@@ -165,22 +202,39 @@ class DualEncoder:
 
     @torch.no_grad()
     def features(self, images: torch.Tensor, batch_size: int = 512):
-        "(u, z): the last affine layer's input and the embedding, for uint8 images."
+        "(u, z): the last affine layer's input and the embedding, for uint8 images (float32, on the CPU)."
         self.model.eval()
         us, zs = [], []
         for i in range(0, len(images), batch_size):
             u, z = image_features(self.model.visual, self.preprocess(images[i:i + batch_size]))
-            us.append(u); zs.append(z)
+            us.append(u.float().cpu()); zs.append(z.float().cpu())
         return torch.cat(us), torch.cat(zs)
 
     @torch.no_grad()
     def encode_text(self, prompts: list) -> torch.Tensor:
-        "Unnormalised text embeddings t (m, d)."
+        "Unnormalised text embeddings t (m, d), float32 on the CPU (the tokens go to the model's device)."
         if self.tokenizer is None:
             raise RuntimeError(f'{self.name} has no tokenizer (offline, its tokenizer could not be loaded); '
                                'pass tokenizer= to load_open_clip')
         self.model.eval()
-        return self.model.encode_text(self.tokenizer(list(prompts)))
+        ids = self.tokenizer(list(prompts))
+        vocab, ctx = text_limits(self.model)
+        if vocab is not None and ids.numel() and (int(ids.max()) >= vocab or int(ids.min()) < 0):
+            raise ValueError(f'{self.name}: the tokenizer gives token ids up to {int(ids.max())} but the text tower knows '
+                             f'{vocab} tokens, so the tokenizer belongs to another model: pass this model\'s own tokenizer '
+                             '(for open_clip models, open_clip.get_tokenizer(<its model name>))')
+        if ctx is not None and ids.shape[-1] > ctx:
+            raise ValueError(f'{self.name}: the tokenizer gives {ids.shape[-1]} tokens per prompt but the text tower takes '
+                             f'{ctx}: the tokenizer belongs to another model; pass this model\'s own tokenizer')
+        return self.model.encode_text(ids.to(self.device)).float().cpu()
+
+    @property
+    def tokenizer_id(self) -> str:
+        "16 hex digits naming what the tokenizer does (its type and the ids it gives a fixed text): part of cache keys."
+        if self.tokenizer is None: return 'none'
+        if self._tok[0] is not self.tokenizer:
+            self._tok = (self.tokenizer, tokenizer_fingerprint(self.tokenizer))
+        return self._tok[1]
 
     def last_layer(self):
         "The last affine layer of the image tower (see `platonic_ta.heads`)."
@@ -188,13 +242,10 @@ class DualEncoder:
 
     def weights_hash(self) -> str:
         "sha256 over every parameter and buffer (names, shapes, bytes); recomputed only when a weight changed."
-        version = tuple(p._version for p in self.model.state_dict().values())
+        # a weight changed: an in-place update (its version), `w.data = ...` (its storage) or a replaced tensor (its id)
+        version = tuple((k, id(p), p.data_ptr(), p._version, p.dtype, tuple(p.shape)) for k, p in self.model.state_dict().items())
         if self._hash is None or self._hash[0] != version:
-            h = hashlib.sha256()
-            for k, v in sorted(self.model.state_dict().items()):
-                h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
-                h.update(v.detach().contiguous().cpu().numpy().tobytes())
-            self._hash = (version, h.hexdigest()[:32])
+            self._hash = (version, state_dict_digest(self.model))
         return self._hash[1]
 
     def __deepcopy__(self, memo):
@@ -266,6 +317,10 @@ def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> tor
 
 DISTILL_SEED = 777   # the caption-corpus sample whose embeddings a fine-tune keeps (never a family's pretraining seed)
 
+def finetune_logit_scale(enc) -> float:
+    "The logit scale a fine-tune's cross-entropy uses: the model's `exp(logit_scale)`, clamped to [10, 100]."
+    return float(enc.model.logit_scale.detach().exp().clamp(10, 100))
+
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, **overrides) -> tuple:
     "LoRA fine-tune of the image tower on a task's training split; returns (merged encoder, LoRA tensors, losses)."
@@ -283,7 +338,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg['lr'], weight_decay=0.0)
-    scale = float(base.model.logit_scale.detach().exp().clamp(10, 100))
+    scale = finetune_logit_scale(base)
     g = torch.Generator().manual_seed(seed)
     enc.model.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []
@@ -344,14 +399,21 @@ def _sha256(path: Path) -> str:
 def save_artifact(path: Path, tensors: dict, meta: dict):
     "Write `path.safetensors` then `path.json` (with the weights' sha256), each atomically."
     from safetensors.torch import save_file
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
     st = path.with_suffix('.safetensors')
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix='.tmp'); os.close(fd)
-    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp)
-    os.replace(tmp, st)
+    atomic_write(st, lambda tmp: save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp))
     meta = dict(meta, sha256=_sha256(st), library_version=platonic_ta.__version__, torch_version=torch.__version__,
                 open_clip_version=open_clip.__version__)
-    _atomic_write_text(path.with_suffix('.json'), json.dumps(meta, indent=1, default=str))
+    atomic_write_text(path.with_suffix('.json'), json.dumps(_sealed(meta), indent=1, default=str))
+
+def _sealed(meta: dict) -> dict:
+    "`meta` with `digest`: the checksum of everything else in it, so a damaged or edited JSON is caught on load."
+    body = {k: v for k, v in meta.items() if k != 'digest'}
+    return dict(body, digest=json_digest(body))
+
+def _clear_leftovers(path: Path):
+    "Remove the temporary files a killed build left for this artefact (call it holding the artefact's lock)."
+    for p in Path(path).parent.glob(f'.{Path(path).name}.*.tmp'): p.unlink(missing_ok=True)
 
 class ArtifactError(RuntimeError): "A zoo file is missing, truncated or corrupt."
 
@@ -363,6 +425,8 @@ def load_artifact(path: Path) -> tuple:
     if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {path.parent}')
     try: meta = json.loads(js.read_text())
     except json.JSONDecodeError as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
+    if 'digest' in meta and _sealed(meta)['digest'] != meta['digest']:
+        raise ArtifactError(f'{js} does not match its own digest: it was damaged or edited by hand')
     if meta.get('sha256') != _sha256(st): raise ArtifactError(f'{st} does not match the sha256 in {js.name} (truncated or corrupt)')
     return load_file(str(st)), meta
 
@@ -422,17 +486,20 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
               finetune_steps: int | None = None, progress: bool = True, workers: int = 1) -> Path:
     "Build (or resume) pretrained families and their source fine-tunes; valid artefacts are kept, bad ones rebuilt."
     t0 = time.time()
-    zoo = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers)
-    log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, and its wall time
-    runs = json.loads(log.read_text()) if log.exists() else []
-    runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                     finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t0,
-                     finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())))
-    _atomic_write_text(log, json.dumps(runs, indent=1))
+    zoo = Path(zoo or default_zoo_dir())
+    built = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers)
+    log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, built, and its wall time
+    with file_lock(log):
+        runs = json.loads(log.read_text()) if log.exists() else []
+        runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
+                         finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t0,
+                         finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), built=built))
+        atomic_write_text(log, json.dumps(runs, indent=1))
     return zoo
 
 def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune_steps=None, progress=True,
-           workers=1) -> Path:
+           workers=1) -> list:
+    "Build what is missing; returns the artefacts this call built (paths relative to the zoo folder)."
     zoo = Path(zoo or default_zoo_dir())
     families = list(FAMILIES) if families is None else list(families)
     tasks = world.list_tasks(controls=False) if tasks is None else list(tasks)
@@ -443,52 +510,61 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
         kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress)
-        order = sorted(families, key=lambda f: -_family(f).steps if pretrain_steps is None else 0)
+        order = families if pretrain_steps is not None else sorted(families, key=lambda f: -_family(f).steps)
+        built = []
         with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
             try:
                 bases = {ex.submit(_build_worker, (f, dict(kw, tasks=[]))): f for f in order}
                 jobs = []
                 for done in as_completed(bases):
-                    done.result()
+                    built += done.result()
                     jobs += [ex.submit(_build_worker, (bases[done], dict(kw, tasks=[t]))) for t in tasks]
-                for j in as_completed(jobs): j.result()
+                for j in as_completed(jobs): built += j.result()
             except BaseException:
                 ex.shutdown(wait=True, cancel_futures=True)   # what is queued is dropped; what runs finishes and is kept
                 raise
-        return zoo
+        return built
+    built = []
     for fam in families:
         f = _family(fam)
         steps = f.steps if pretrain_steps is None else pretrain_steps
         bp = base_path(zoo, f.name)
-        got = _try_load(bp)
-        if got and got[1].get('world') != world.fingerprint():
-            raise ValueError(f'{bp} was built on another world (fingerprint {got[1].get("world")}, today\'s {world.fingerprint()}): '
-                             'use another zoo folder (zoo=...) rather than overwrite it')
-        if got and got[1].get('steps') != steps:
-            raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
-                             'folder (zoo=...) rather than overwrite it')
-        if not got:
-            t0 = time.time()
-            enc, losses = pretrain(f, steps, progress=progress)
-            save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
-                          seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
-                          world=world.fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
+        with file_lock(bp):                   # another process building the same artefact waits, then finds it
+            _clear_leftovers(bp)
+            got = _try_load(bp)
+            if got and got[1].get('world') != world.fingerprint():
+                raise ValueError(f'{bp} was built on another world (fingerprint {got[1].get("world")}, today\'s {world.fingerprint()}): '
+                                 'use another zoo folder (zoo=...) rather than overwrite it')
+            if got and got[1].get('steps') != steps:
+                raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
+                                 'folder (zoo=...) rather than overwrite it')
+            if not got:
+                t0 = time.time()
+                enc, losses = pretrain(f, steps, progress=progress)
+                save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
+                              seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
+                              world=world.fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
+                built.append(str(bp.relative_to(zoo)))
+        if not tasks: continue
         base = load_base(f.name, zoo)
         cfg = {**finetune_recipe(f), **({} if finetune_steps is None else {'steps': finetune_steps})}
         for task in tasks:
             for seed in seeds:
                 fp = ft_path(zoo, f.name, task, seed)
-                got = _try_load(fp)
-                if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg)):
-                    raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
-                                     '(zoo=...) rather than overwrite it')
-                if got: continue
-                t0 = time.time()
-                _, tensors, losses = finetune(base, task, seed=seed, progress=progress, **cfg)
-                save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg,
-                                                seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
-                                                base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256']))
-    return zoo
+                with file_lock(fp):
+                    _clear_leftovers(fp)
+                    got = _try_load(fp)
+                    if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg)):
+                        raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
+                                         '(zoo=...) rather than overwrite it')
+                    if got: continue
+                    t0 = time.time()
+                    _, tensors, losses = finetune(base, task, seed=seed, progress=progress, **cfg)
+                    save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg,
+                                                    seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
+                                                    base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256']))
+                    built.append(str(fp.relative_to(zoo)))
+    return built
 
 # %% ../nbs/01_zoo.ipynb #134e6198
 MICRO = dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['weaves', 'grounds', 'badges'],
@@ -555,7 +631,7 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
                               'point PLATONIC_TA_ZOO at a new folder to build the current zoo, or open the old one with get_zoo(folder)')
         if not build:
             raise FileNotFoundError(f'no complete zoo in {default_zoo_dir()} or {shipped_zoo_dir()}; '
-                                    'build it: platonic_ta.zoo.build_zoo(workers=2) (about an hour on 2 cores)')
+                                    'build it: platonic_ta.zoo.build_zoo(workers=2) (five pretrainings and their fine-tunes: hours on a CPU)')
         build_zoo(zoo=default_zoo_dir(), workers=workers, progress=progress)
         return _scan(default_zoo_dir())
     path = Path(kind)
@@ -586,11 +662,15 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     if size > SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {SHIP_LIMIT_MB} MB the package may carry')
     tmp = dest.with_name(dest.name + '.tmp')
     if tmp.exists(): shutil.rmtree(tmp)
+    secs = []
     for p in files:
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
-        for x in ('.safetensors', '.json'): shutil.copy2(p.with_suffix(x), out.with_suffix(x))
-    secs = [json.loads(p.with_suffix('.json').read_text()).get('seconds', 0.0) for p in files]
+        shutil.copy2(p.with_suffix('.safetensors'), out.with_suffix('.safetensors'))
+        meta = json.loads(p.with_suffix('.json').read_text())      # verified above; the copy carries its digest
+        out.with_suffix('.json').write_text(json.dumps(_sealed(meta), indent=1, default=str))
+        secs.append(meta.get('seconds', 0.0))
+    size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
         command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
         build_seconds=float(sum(secs)), build_wall_seconds=_wall_seconds(src), family_seeds={f: FAMILIES[f].seed for f in z.families},
@@ -601,8 +681,28 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     return dest
 
 # %% ../nbs/01_zoo.ipynb #1e747c5f
-def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None) -> DualEncoder:
-    "A real open_clip model behind the DualEncoder interface (no download: tags must be cached or files local)."
+class TokenizerMissingWarning(UserWarning):
+    "A model was loaded without a tokenizer: its image tower works, `encode_text` raises until one is passed."
+
+def hub_offline(offline: bool | None = None) -> bool:
+    "Whether downloads are off: `offline` when given, else HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE as set now."
+    if offline is not None: return bool(offline)
+    v = os.environ.get('HF_HUB_OFFLINE') or os.environ.get('TRANSFORMERS_OFFLINE') or ''
+    return v.strip().upper() in ('1', 'ON', 'YES', 'TRUE')
+
+@contextlib.contextmanager
+def hub_mode(offline: bool):
+    "huggingface_hub's offline flag set to `offline` for the duration (its functions read the flag at call time)."
+    try: from huggingface_hub import constants as hc
+    except ImportError: yield; return
+    old = hc.HF_HUB_OFFLINE
+    hc.HF_HUB_OFFLINE = bool(offline)
+    try: yield
+    finally: hc.HF_HUB_OFFLINE = old
+
+def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None,
+                   offline: bool | None = None) -> DualEncoder:
+    "A real open_clip model behind the DualEncoder interface; downloads as open_clip does unless `hub_offline(offline)`."
     if name.startswith('hf-hub:') or name in open_clip.list_models(): pass
     else: raise KeyError(f'unknown open_clip model {name!r}: use one of open_clip.list_models() or "hf-hub:org/repo"')
     looks_like_file = pretrained is not None and ('/' in str(pretrained) or str(pretrained).endswith(('.safetensors', '.pt', '.bin', '.pth')))
@@ -613,21 +713,28 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
         if pretrained not in open_clip.list_pretrained_tags_by_model(name) and not name.startswith('hf-hub:'):
             raise KeyError(f'{name!r} has no pretrained tag {pretrained!r}; tags: {open_clip.list_pretrained_tags_by_model(name)}, '
                            'or pass a local checkpoint path')
-    old = os.environ.get('HF_HUB_OFFLINE')
-    os.environ['HF_HUB_OFFLINE'] = '1'     # never download at run time
-    try:
-        model = open_clip.create_model(name, pretrained=pretrained)
-    except Exception as e:
-        where = pretrained or name
-        raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r} offline ({type(e).__name__}: {e}). '
-                                f'Download the checkpoint elsewhere and pass its local path: '
-                                f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
-    finally:
-        if old is None: os.environ.pop('HF_HUB_OFFLINE', None)
-        else: os.environ['HF_HUB_OFFLINE'] = old
-    if tokenizer is None:
-        try: tokenizer = open_clip.get_tokenizer(name)
-        except Exception: tokenizer = None   # e.g. a HF tokenizer not cached offline: encode_text says what to do
+    off = hub_offline(offline)
+    tag_cfg = {} if pretrained is None or looks_like_file else (open_clip.get_pretrained_cfg(name, pretrained) or {})
+    if off and tag_cfg.get('url') and not tag_cfg.get('hf_hub'):     # a plain URL download: open_clip has no offline mode for it
+        cached = Path.home() / '.cache' / 'clip' / Path(tag_cfg['url']).name        # open_clip's cache for URL downloads
+        if not cached.exists():
+            raise FileNotFoundError(f'offline, and {name!r}/{pretrained!r} is not in the local cache ({cached}): download '
+                                    f"{tag_cfg['url']} there, or run once with offline=False, or pass its local path as pretrained=")
+    with hub_mode(off):
+        try: model = open_clip.create_model(name, pretrained=pretrained)
+        except Exception as e:
+            how = ('it is not in the local cache: run once with offline=False (or HF_HUB_OFFLINE unset) on a machine '
+                   'with internet, or download the checkpoint and pass its local path') if off else \
+                  'the download or the checkpoint failed: check the network, or download the checkpoint and pass its local path'
+            raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r}{" offline" if off else ""} '
+                                    f'({type(e).__name__}: {e}); {how}: '
+                                    f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
+        if tokenizer is None:
+            try: tokenizer = open_clip.get_tokenizer(name)
+            except Exception as e:
+                warnings.warn(f'{name!r} was loaded without a tokenizer ({type(e).__name__}: {e}'[:300] + '); its text tower '
+                              f'cannot be used until you pass tokenizer= to load_open_clip'
+                              f'{" (offline: run once online so it is cached)" if off else ""}', TokenizerMissingWarning)
     cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))

@@ -2,6 +2,8 @@ import os, pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Tests never download: checkpoint and tokenizer lookups go through the product's offline switch (read at each call).
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
 @pytest.fixture(scope='session')
 def root(): return ROOT

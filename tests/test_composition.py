@@ -307,6 +307,20 @@ def test_sliders_headless(tiny):
         make_sliders(tiny['banks']['siglip_map'], sc, ['own'])
 
 
+def test_sliders_hold_no_output_widget(tiny):
+    "The widget tree holds no ipywidgets.Output: capturing display output into one can leave papermill waiting forever."
+    import ipywidgets as W
+    bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
+    for chart in ('html', 'matplotlib'):
+        sl = make_sliders(bank, sc, ['own'], tasks=['colours', 'tallies'], chart=chart)
+        sl.refresh()
+        todo, seen = [sl.widget], []
+        while todo:
+            w = todo.pop(); seen.append(w); todo += list(getattr(w, 'children', ()))
+        assert not [w for w in seen if isinstance(w, W.Output)], chart
+        if chart == 'matplotlib': assert sl._w['image'].value[:4] == b'\x89PNG'
+
+
 # --- zoo helpers -------------------------------------------------------------------------------------------------
 from platonic_ta.composition import (source_key, null_key, zoo_seeds_present, heldout_split, floored_ridge_grid, zoo_bank,
                                      weight_space_sum, cell_rows, median_retention)

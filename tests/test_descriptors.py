@@ -166,3 +166,24 @@ def test_union_grid_protocol(tmp_path):
     s = consistency_summary(own, on_union)
     assert s['same_task_pairs'] == 2 and s['cross_task_pairs'] == 2
     with pytest.raises(GridMismatchError, match='union_grid'): consistency_summary(own)
+
+def test_the_cache_misses_after_any_change_of_weights_or_tokenizer(tmp_path):
+    "In-place updates, `w.data = ...`, a replaced parameter and a swapped tokenizer each give new embeddings."
+    from platonic_ta.zoo import family_encoder, WordTokenizer, CONTEXT_LENGTH
+    from platonic_ta import world
+    enc = family_encoder('rn_w16')
+    g = make_grid(world.list_tasks(controls=True)[0], 8, 0)
+    cache = EmbeddingCache(tmp_path, progress=False)
+    fresh = lambda: (cache.image_embeddings(enc, g), cache.text_embeddings(enc, g))
+    z0, t0 = fresh(); misses = cache.misses
+    z, t = fresh(); assert cache.misses == misses and torch.equal(z, z0)          # nothing changed: hits
+    proj = enc.model.visual.attnpool.c_proj
+    for change in (lambda: proj.weight.data.mul_(2),                                  # in place
+                   lambda: setattr(proj.weight, 'data', proj.weight.data * 2),        # new storage
+                   lambda: setattr(proj, 'weight', torch.nn.Parameter(proj.weight.detach() * 2))):   # a new parameter
+        change(); z, _ = fresh()
+        assert cache.misses > misses and not torch.allclose(z, z0), 'stale image embeddings after a weight change'
+        misses, z0 = cache.misses, z
+    enc.tokenizer = WordTokenizer(world.vocabulary()[::-1], CONTEXT_LENGTH)          # same words, other ids
+    _, t = fresh()
+    assert cache.misses == misses + 1 and not torch.allclose(t, t0), 'stale text embeddings after a tokenizer swap'

@@ -1,5 +1,5 @@
 "Papermill smoke test: every stage notebook runs headless with small parameters and records its keys."
-import json
+import json, re, shutil
 import papermill as pm
 import pytest
 from pathlib import Path
@@ -20,7 +20,9 @@ SMOKE = {
     '04_composition.ipynb': ({}, ['composition.slider_update_ms_tiny', 'composition.slider_update_ms', 'composition.certified_share',
                                   'composition.certified_changed', 'composition.certified_records',
                                   'composition.cells_both_gain_share', 'composition.null_beaten_share',
-                                  'composition.cells_both_gain_share_own']),
+                                  'composition.cells_both_gain_share_own', 'composition.cross_pair_gain_a05',
+                                  'composition.cross_pair_control_cost_a05', 'composition.negation_removed_l05',
+                                  'composition.negation_control_cost_l05']),
     '05_adapter.ipynb': ({}, ['adapter.mean_gap_to_closed_form', 'adapter.control_gap_to_closed_form', 'adapter.s_per_edit',
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
@@ -30,17 +32,28 @@ SMOKE = {
     '08a_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
     '08b_audio_frontend.ipynb': ({}, []),
     '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
+    '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=5, seed_tasks=1, seed_finetune_steps=5, n_eval_zoo=100,
+                                  lambdas_zoo=[1.0]),
+                             ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
+                              'experiments.no_fit_gain', 'experiments.cross_scale_gain_a05',
+                              'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement']),
     '90_report.ipynb': ({}, []),
     '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
 }
 
+def run_stage(nb, params, out: Path) -> Path:
+    "Run stage notebook `nb` with papermill into `out`; its report folder."
+    report = out / 'report'
+    out.mkdir(parents=True, exist_ok=True)
+    pm.execute_notebook(str(ROOT / 'nbs' / nb), str(out / nb), parameters=dict(params, report_dir=str(report)),
+                        kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
+    return report
+
 @pytest.mark.parametrize('nb', sorted(SMOKE))
 def test_stage_notebook_runs(nb, tmp_path, cache_dir):
     params, keys = SMOKE[nb]
-    report = tmp_path / 'report'
-    pm.execute_notebook(str(ROOT / 'nbs' / nb), str(tmp_path / nb), parameters=dict(params, report_dir=str(report)),
-                        kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
+    report = run_stage(nb, params, tmp_path)
     if not keys: return
     metrics = json.loads((report / 'metrics.json').read_text())
     missing = [k for k in keys if k not in metrics]
@@ -51,3 +64,17 @@ def test_every_stage_notebook_has_a_smoke_entry_and_parameters():
     for nb in sorted(p.name for p in (ROOT / 'nbs').glob('[0-9]*.ipynb')):
         cells = json.loads((ROOT / 'nbs' / nb).read_text())['cells']
         assert any('parameters' in c.get('metadata', {}).get('tags', []) for c in cells), f'{nb}: no cell tagged parameters'
+
+TIMING = re.compile(r'(_s|_ms|_ms_tiny|per_s|_s_per_edit|seconds|load_avg_1min)$')   # wall and CPU times, machine load
+
+def test_a_stage_run_twice_records_the_same_metrics_but_timings(tmp_path, cache_dir):
+    "Determinism: every metric that is not a timing is equal, bit for bit, between two runs of a stage."
+    nb, runs = '06_residuals.ipynb', []
+    for r in ('a', 'b'):
+        shutil.rmtree(cache_dir / 'embeddings', ignore_errors=True)     # both runs compute; neither reads the other's
+        runs.append(json.loads((run_stage(nb, SMOKE[nb][0], tmp_path / r) / 'metrics.json').read_text()))
+    a, b = runs
+    assert set(a) == set(b)
+    kept = [k for k in a if not TIMING.search(k)]
+    assert kept, 'no metric to compare'
+    assert {k: a[k] for k in kept} == {k: b[k] for k in kept}

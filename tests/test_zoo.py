@@ -1,4 +1,4 @@
-import json, os, warnings
+import json, os, time, warnings
 from pathlib import Path
 import pytest
 import torch
@@ -84,8 +84,11 @@ def test_lora_touches_only_q_and_v_and_merges_away():
     assert d[E:2 * E].abs().max() == 0 and d[:E].abs().max() > 0
 
 @pytest.mark.parametrize('name', ['ViT-B-32', 'RN50', 'ViT-B-16-SigLIP'])
-def test_real_open_clip_architectures_random_init(name):
+def test_real_open_clip_architectures_random_init(name, recwarn):
     enc = zoo.load_open_clip(name, pretrained=None)
+    if enc.tokenizer is None:   # SigLIP's tokenizer comes from the hub: offline and not cached, it is a warning, not a silent None
+        assert any(issubclass(w.category, zoo.TokenizerMissingWarning) for w in recwarn.list)
+        with pytest.raises(RuntimeError, match='tokenizer='): enc.encode_text(['a photo'])
     imgs = world.load_task('shapes', 'test', 2).images
     u, z = enc.features(imgs)
     ll = enc.last_layer()
@@ -97,3 +100,23 @@ def test_real_checkpoint_missing_offline_says_how_to_pass_a_file(tmp_path):
         zoo.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
     with pytest.raises(KeyError, match='list_models'): zoo.load_open_clip('ViT-Nope')
     with pytest.raises(KeyError, match='tags'): zoo.load_open_clip('RN50', pretrained='no-such-tag')
+
+def test_offline_is_a_switch_read_at_the_call(monkeypatch):
+    "Explicit offline= beats HF_HUB_OFFLINE; the variable counts as it is at the call; huggingface_hub's flag follows."
+    from huggingface_hub import constants as hc
+    seen = []
+    real = zoo.open_clip.create_model
+    def spy(name, pretrained=None, **kw):
+        seen.append(hc.HF_HUB_OFFLINE)
+        return real(name, pretrained=None, **kw)
+    monkeypatch.setattr(zoo.open_clip, 'create_model', spy)
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    zoo.load_open_clip('RN50', offline=False); zoo.load_open_clip('RN50')
+    monkeypatch.delenv('HF_HUB_OFFLINE'); monkeypatch.delenv('TRANSFORMERS_OFFLINE', raising=False)
+    zoo.load_open_clip('RN50'); zoo.load_open_clip('RN50', offline=True)
+    assert seen == [False, True, False, True]
+    monkeypatch.setattr(zoo.open_clip, 'create_model', real)
+    t0 = time.time()   # offline and not cached: a clear error at once, no network retries
+    with pytest.raises(FileNotFoundError, match='offline=False'):
+        zoo.load_open_clip('RN50', pretrained='openai', offline=True)
+    assert time.time() - t0 < 30

@@ -1,11 +1,22 @@
 "The 2x2 composition sweep (strength x seed, micro zoo): killed halfway on the process pool, finished on a local Ray."
 import csv, json, os, signal, subprocess, sys, time
+import pytest
 from pathlib import Path
 from platonic_ta.sweep import Sweep, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / 'sweeps' / '04_strength_seed.yaml'
 CLI = 'import sys; from platonic_ta.report import main; sys.exit(main(sys.argv[1:]))'
+
+def running_cells(out: Path) -> dict:
+    "{sweep cell: the source of the notebook cell papermill last marked running} for the sweep cells without a status."
+    got = {}
+    for d in sorted((out / 'cells').iterdir()):
+        if (d / 'status.json').exists() or not (d / 'notebook.ipynb').exists(): continue
+        cells = json.loads((d / 'notebook.ipynb').read_text())['cells']
+        run = [c for c in cells if c['metadata'].get('papermill', {}).get('status') == 'running']
+        got[d.name] = ''.join(run[0]['source'])[:400] if run else 'no cell running'
+    return got
 
 def test_killed_sweep_finishes_only_the_missing_cells_on_ray(tmp_path, cache_dir):
     out, rep = tmp_path / 'out', tmp_path / 'report'
@@ -25,7 +36,9 @@ def test_killed_sweep_finishes_only_the_missing_cells_on_ray(tmp_path, cache_dir
     assert first.count('done') == 2 and 'failed' not in first, first
     done_before = {d.name: (d / 'status.json').stat().st_mtime_ns for d, s in zip(sw.dirs, first) if s == 'done'}
     # the same spec, rerun on a local Ray with 2 workers: only the two missing cells run
-    r = subprocess.run(args + ['--ray', '--workers', '2'], env=env, capture_output=True, text=True, timeout=900)
+    try: r = subprocess.run(args + ['--ray', '--workers', '2'], env=env, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f'the Ray rerun did not finish in 15 minutes; stuck in: {running_cells(out)}; output: {e.stdout}{e.stderr}')
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert '4 cells: 2 done, 2 to run' in r.stdout
     assert sw.status() == ['done'] * 4
