@@ -5,6 +5,7 @@
 # %% ../nbs/08c_audio_zoo.ipynb #63b03d2a
 from __future__ import annotations
 import copy, hashlib, json, math, os, time
+import platonic_ta
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -14,17 +15,18 @@ from open_clip.model import CLIP, CLIPVisionCfg, CLIPTextCfg
 from . import audio_world
 from .audio_frontend import FrontEnd, LogMel
 from .zoo import (DualEncoder, WordTokenizer, contrastive_loss, class_embeddings, save_artifact, load_artifact,
-                             ArtifactError, base_path, ft_path, cache_root)
+                             ArtifactError, base_path, ft_path, cache_root, finetune_logit_scale, DISTILL_SEED)
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
 from .heads import image_tower
-from .guards import atomic_write
+from .guards import atomic_write_text
 
 # %% auto #0
-__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'DISTILL_SEED', 'AUDIO_MICRO',
+__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
            'clap_audio_tower_class', 'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer',
            'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'finetune_audio', 'audio_accuracy',
            'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo', 'AudioZoo',
-           'get_audio_zoo', 'estimate_build_seconds', 'HFTokenizer', 'load_clap']
+           'get_audio_zoo', 'shipped_audio_zoo_dir', 'ship_audio_zoo', 'estimate_build_seconds', 'HFTokenizer',
+           'load_clap']
 
 # %% ../nbs/08c_audio_zoo.ipynb #ffcf7813
 _TOWER = None
@@ -82,8 +84,7 @@ class AudioEncoder(DualEncoder):
 
     def preprocess(self, clips: torch.Tensor) -> torch.Tensor:
         "uint8 μ-law clips (n, 1, 1, L) -> log-mel features in the tower's layout, on the model's device and dtype."
-        p = next(self.model.parameters())
-        return self._logmel(clips).to(p.device, p.dtype)
+        return self._logmel(clips).to(self.device, self.dtype)
 
     def __deepcopy__(self, memo):
         return AudioEncoder(self.name, copy.deepcopy(self.model, memo), self.tokenizer, self.frontend, copy.deepcopy(self.meta))
@@ -102,7 +103,7 @@ class AudioFamilySpec:
     audio: dict                  # CLIPVisionCfg fields (open_clip) or ClapAudioConfig fields (clap)
     text: dict                   # CLIPTextCfg fields (open_clip) or ClapTextConfig fields (clap)
     frontend: FrontEnd = field(default_factory=FrontEnd)
-    steps: int = 2000            # pretraining steps
+    steps: int = 700             # pretraining steps
     batch: int = 48
     lr: float = 1e-3
     seed: int = 0
@@ -128,7 +129,7 @@ AUDIO_FAMILIES = {f.name: f for f in [
                     frontend=FrontEnd(layout='clap'), seed=13,
                     about="transformers' CLAP: HTSAT audio tower (Swin, 3 stages, width 32-128), RoBERTa text tower"),
 ]}
-AUDIO_FINETUNE = dict(steps=300, batch=32, lr=3e-3, rank=4, alpha=8.0, distill=2.0, distill_n=1024)
+AUDIO_FINETUNE = dict(steps=120, batch=32, lr=1e-2, rank=4, alpha=8.0, distill=2.0, distill_n=1024, n_train=None)  # n_train None: the whole split
 
 def _family(name) -> AudioFamilySpec:
     if isinstance(name, AudioFamilySpec): return name
@@ -190,16 +191,15 @@ def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = N
     m.eval()
     return enc, losses
 
-DISTILL_SEED = 777
-
 def finetune_audio(base: AudioEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
                    progress: bool = True, **overrides) -> tuple:
     "LoRA fine-tune of the audio tower's q and v on an audio task; returns (merged encoder, LoRA tensors, losses)."
     fam = AUDIO_FAMILIES.get(base.meta.get('family'))
-    cfg = {**AUDIO_FINETUNE, **(fam.finetune if fam else {}), **overrides, **({} if steps is None else {'steps': steps})}
+    cfg = {**AUDIO_FINETUNE, **(fam.finetune if fam else {}), **overrides, **({} if steps is None else {'steps': steps}),
+           **({} if n_train is None else {'n_train': n_train})}
     unknown = set(cfg) - set(AUDIO_FINETUNE)
     if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(AUDIO_FINETUNE)}')
-    data = audio_world.load_task(task, 'train', n_train)
+    data = audio_world.load_task(task, 'train', cfg['n_train'])
     T = class_embeddings(base, data.classnames, data.templates)
     enc = copy.deepcopy(base)
     if cfg['distill'] > 0:
@@ -209,7 +209,7 @@ def finetune_audio(base: AudioEncoder, task: str, steps: int | None = None, seed
     pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=cfg['lr'], weight_decay=0.0)
     sched = _schedule(opt, cfg['steps'], cfg['lr'])
-    scale = float(base.model.logit_scale.detach().exp().clamp(10, 100))
+    scale = finetune_logit_scale(base)
     g = torch.Generator().manual_seed(seed)
     enc.model.eval()      # frozen tower: batch-norm statistics must not drift with the task's batches
     losses = []
@@ -272,7 +272,7 @@ def _valid(path: Path):
     try: return load_artifact(path)
     except ArtifactError: return None
 
-def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune_steps, progress, world_id) -> None:
+def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune, progress, world_id) -> None:
     "Pretrain one family (unless its valid base is there) and fine-tune it on `tasks` × `seeds` (what is missing)."
     steps = f.steps if pretrain_steps is None else pretrain_steps
     bp = base_path(zoo, f.name)
@@ -287,7 +287,7 @@ def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, f
                       seconds=time.time() - t0, cpu_seconds=time.process_time() - c0, loss_first=losses[0],
                       loss_last=float(np.mean(losses[-20:])), world=world_id))
     base = load_audio_base(f, zoo)
-    cfg = {**AUDIO_FINETUNE, **f.finetune, **({} if finetune_steps is None else {'steps': finetune_steps})}
+    cfg = {**AUDIO_FINETUNE, **f.finetune, **finetune}
     for task in tasks:
         for s in seeds:
             fp = ft_path(zoo, f.name, task, s)
@@ -301,22 +301,31 @@ def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, f
                                             seconds=time.time() - t0, cpu_seconds=time.process_time() - c0,
                                             loss_last=float(np.mean(losses[-10:]))))
 
+def _cpu_seconds() -> float:
+    "CPU seconds (user + system) of this process and of its finished child processes (the build's workers)."
+    import resource
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
 def _build_worker(args):
     torch.set_num_threads(1)             # one process per core: torch's own threads would fight each other
     return _build_family(*args)
 
 def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
-                    finetune_steps: int | None = None, progress: bool = True, workers: int = 1) -> Path:
-    "Build (or resume) audio families' bases and source fine-tunes (`workers` processes, one family each); returns the folder."
-    t_start = time.time()
+                    finetune_steps: int | None = None, progress: bool = True, workers: int = 1, finetune: dict | None = None) -> Path:
+    """Build (or resume) audio families' bases and source fine-tunes (`workers` processes, one family each); returns the
+    folder. `finetune` overrides settings of `AUDIO_FINETUNE` (`finetune_steps` its steps)."""
+    t_start, cpu_start = time.time(), _cpu_seconds()
     zoo = Path(zoo or default_audio_zoo_dir())
     families = list(AUDIO_FAMILIES) if families is None else list(families)
     tasks = audio_world.list_tasks(controls=False) if tasks is None else list(tasks)
     unknown = [t for t in tasks if t not in audio_world.TASKS] + [f for f in families if not isinstance(f, AudioFamilySpec) and f not in AUDIO_FAMILIES]
     if unknown: raise KeyError(f'unknown audio tasks or families {unknown}; tasks are {list(audio_world.TASKS)}, families {list(AUDIO_FAMILIES)}')
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f'workers must be a positive int, got {workers!r}')
+    finetune = {**(finetune or {}), **({} if finetune_steps is None else {'steps': finetune_steps})}
+    if unknown := set(finetune) - set(AUDIO_FINETUNE):
+        raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(AUDIO_FINETUNE)}')
     world_id = audio_world.fingerprint()
-    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune_steps, progress, world_id) for f in families]
+    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune, progress, world_id) for f in families]
     if workers > 1 and len(jobs) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -328,12 +337,14 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
     log = zoo / 'BUILDS.json'
     runs = json.loads(log.read_text()) if log.exists() else []
     runs.append(dict(families=[_family(f).name for f in families], tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                     finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t_start))
+                     finetune=finetune, workers=workers, wall_seconds=time.time() - t_start,
+                     cpu_seconds=_cpu_seconds() - cpu_start))
     text = json.dumps(runs, indent=1)
-    atomic_write(log, lambda tmp: Path(tmp).write_text(text))
+    atomic_write_text(log, text)
     return zoo
 
-AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=30, finetune_steps=10)
+AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=6,
+                   finetune=dict(steps=3, n_train=96, distill_n=64))   # seconds to build: for tests, not for figures
 
 @dataclass
 class AudioZoo:
@@ -351,20 +362,68 @@ def _recipe_id(recipe: dict) -> str:
     return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> AudioZoo:
-    "The micro audio zoo (built on demand, a folder per recipe), the full one (`default_audio_zoo_dir()`), or a folder."
+    """The micro audio zoo (built on demand, a folder per recipe), the one shipped in the package (`'shipped'`), the full
+    one built here (`'full'`: `default_audio_zoo_dir()`), or a folder."""
+    if kind == 'shipped':
+        path = shipped_audio_zoo_dir()
+        if not (path / 'MANIFEST.json').exists():
+            raise FileNotFoundError(f"no audio zoo is shipped in {path}; build one with get_audio_zoo('full') or "
+                                    "build_audio_zoo(zoo=FOLDER, workers=2) and pass the folder")
+        kind = str(path)
     if kind == 'micro':
         path = cache_root() / f'audio-zoo-micro-{_recipe_id(AUDIO_MICRO)}'
         if build: build_audio_zoo(AUDIO_MICRO['families'], AUDIO_MICRO['tasks'], zoo=path, pretrain_steps=AUDIO_MICRO['pretrain_steps'],
-                                  finetune_steps=AUDIO_MICRO['finetune_steps'], workers=workers, progress=progress)
+                                  finetune=AUDIO_MICRO['finetune'], workers=workers, progress=progress)
         return AudioZoo(path, list(AUDIO_MICRO['families']), list(AUDIO_MICRO['tasks']))
     if kind == 'full':
         if build: build_audio_zoo(zoo=default_audio_zoo_dir(), workers=workers, progress=progress)
         return AudioZoo(default_audio_zoo_dir(), list(AUDIO_FAMILIES), audio_world.list_tasks(controls=False))
     path = Path(kind)
     fams = [f for f in AUDIO_FAMILIES if base_path(path, f).with_suffix('.json').exists()]
-    if not fams: raise FileNotFoundError(f"audio zoo {kind!r}: not 'micro', 'full' or a folder holding <family>/base.json")
+    if not fams: raise FileNotFoundError(f"audio zoo {kind!r}: not 'micro', 'shipped', 'full' or a folder holding <family>/base.json")
     tasks = sorted({p.stem.rsplit('_s', 1)[0] for f in fams for p in (path / f / 'ft').glob('*.json')})
     return AudioZoo(path, fams, [t for t in audio_world.list_tasks() if t in tasks])
+
+def shipped_audio_zoo_dir() -> Path:
+    "The audio zoo shipped inside the package (see its MANIFEST.json for the command that built it and its seconds)."
+    return Path(platonic_ta.__file__).resolve().parent / 'data' / 'audio_zoo'
+
+AUDIO_SHIP_LIMIT_MB = 15   # the package carries at most this much audio zoo
+
+def ship_audio_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_audio_zoo(workers=3)') -> Path:
+    "Copy a complete audio zoo of today's recipe (bases and `seeds` fine-tunes, each verified) into the package, with a manifest."
+    import shutil
+    src, dest = Path(src), Path(dest) if dest else shipped_audio_zoo_dir()
+    tasks, world_id = audio_world.list_tasks(controls=False), audio_world.fingerprint()
+    files = [base_path(src, f) for f in AUDIO_FAMILIES] + [ft_path(src, f, t, s) for f in AUDIO_FAMILIES for t in tasks for s in seeds]
+    if missing := [str(p.relative_to(src)) for p in files if not p.with_suffix('.json').exists()]:
+        raise FileNotFoundError(f'{src} is not a complete audio zoo (missing {missing}); finish it with build_audio_zoo(zoo={str(src)!r})')
+    metas = [load_artifact(p)[1] for p in files]          # every file verified before anything is copied
+    for p, m in zip(files, metas):
+        f = AUDIO_FAMILIES[m['family']]
+        want = (world_id, f.steps) if m['kind'] == 'base' else json.loads(json.dumps({**AUDIO_FINETUNE, **f.finetune}))
+        got = (m.get('world'), m.get('steps')) if m['kind'] == 'base' else m.get('finetune')
+        if got != want: raise ValueError(f"{p}: built with {got}, today's recipe is {want}: rebuild it in another folder")
+    size = sum(p.with_suffix(x).stat().st_size for p in files for x in ('.safetensors', '.json'))
+    if size > AUDIO_SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {AUDIO_SHIP_LIMIT_MB} MB the package may carry')
+    runs = json.loads((src / 'BUILDS.json').read_text()) if (src / 'BUILDS.json').exists() else []
+    tmp = dest.with_name(dest.name + '.tmp')
+    if tmp.exists(): shutil.rmtree(tmp)
+    for p in files:
+        for x in ('.safetensors', '.json'):
+            out = (tmp / p.relative_to(src)).with_suffix(x)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p.with_suffix(x), out)
+    (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
+        command=f'platonic_ta.audio_zoo.{command}', families=list(AUDIO_FAMILIES), tasks=tasks, seeds=list(seeds), bytes=size,
+        world=world_id, build_wall_seconds=sum(r['wall_seconds'] for r in runs) if runs else None,
+        build_cpu_seconds=sum(r.get('cpu_seconds', 0.0) for r in runs) if runs else None, builds=runs,
+        artefact_seconds=sum(m.get('seconds', 0.0) for m in metas), artefact_cpu_seconds=sum(m.get('cpu_seconds', 0.0) for m in metas),
+        library_version=platonic_ta.__version__, torch_version=torch.__version__), indent=1))
+    if dest.exists():                                      # keep the previous copy until the new one is in place
+        old = dest.with_name(dest.name + f'.old-{int(time.time())}'); os.replace(dest, old); shutil.rmtree(old)
+    os.replace(tmp, dest)
+    return dest
 
 # %% ../nbs/08c_audio_zoo.ipynb #bcbfea1b
 def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: int = 3, workers: int = 2) -> dict:

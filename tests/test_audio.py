@@ -1,5 +1,5 @@
 "The audio world, its front end and audio encoders (open_clip spectrogram towers, a real CLAP architecture) on the shared API."
-import copy, math
+import copy, json, math
 import pytest, torch
 from platonic_ta import audio_world
 from platonic_ta.audio_frontend import FrontEnd, LogMel
@@ -127,8 +127,8 @@ TINY = [AudioFamilySpec('t_vit', 16, 'open_clip', dict(layers=1, width=32, head_
                         frontend=FrontEnd(layout='clap', n_mels=16), batch=8)]
 
 
-@pytest.mark.parametrize('spec', TINY, ids=lambda s: s.name)
-def test_pretrain_and_lora_finetune_touch_only_the_audio_tower(spec):
+@pytest.mark.parametrize('spec', [pytest.param(TINY[0], marks=pytest.mark.slow), TINY[1]], ids=lambda s: s.name)
+def test_pretrain_and_lora_finetune_touch_only_the_audio_tower(spec):   # the open_clip tower is also fine-tuned by the build test
     base, losses = pretrain_audio(spec, steps=2, corpus_size=16, progress=False)
     assert all(math.isfinite(l) for l in losses)
     ft, tensors, _ = finetune_audio(base, EDIT[0], steps=2, n_train=16, batch=8, distill_n=8, progress=False)
@@ -142,16 +142,54 @@ def test_pretrain_and_lora_finetune_touch_only_the_audio_tower(spec):
 
 def test_build_and_load_audio_zoo(tmp_path):
     spec = TINY[0]
-    z = build_audio_zoo([spec], [EDIT[0]], zoo=tmp_path / 'az', pretrain_steps=2, finetune_steps=1, progress=False)
+    small = dict(steps=1, n_train=8, distill_n=8, batch=4)
+    z = build_audio_zoo([spec], [EDIT[0]], zoo=tmp_path / 'az', pretrain_steps=2, finetune=small, progress=False)
     base = load_audio_base(spec, z)
     ft = load_audio_finetune(spec.name, EDIT[0], 0, z, base)
     assert ft.weights_hash() != base.weights_hash()
-    assert build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune_steps=1, progress=False) == z   # resumes: nothing redone
+    files = {p: p.stat().st_mtime_ns for p in z.rglob('*.safetensors')}
+    assert build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune=small, progress=False) == z   # resumes: nothing redone
+    assert {p: p.stat().st_mtime_ns for p in z.rglob('*.safetensors')} == files
+    runs = json.loads((z / 'BUILDS.json').read_text())
+    assert len(runs) == 2 and all(r['cpu_seconds'] > 0 and r['wall_seconds'] > 0 for r in runs)
     with pytest.raises(ValueError, match='another folder'):
-        build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=3, finetune_steps=1, progress=False)
+        build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=3, finetune=small, progress=False)
+    with pytest.raises(ValueError, match='another folder'):
+        build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune=dict(small, steps=2), progress=False)
+    with pytest.raises(KeyError, match='unknown fine-tune settings'):
+        build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune=dict(stepz=2), progress=False)
 
 
 def test_load_clap_refuses_folders_without_safetensors(tmp_path):
     with pytest.raises(FileNotFoundError, match='not a transformers CLAP folder'): load_clap(tmp_path)
     (tmp_path / 'config.json').write_text('{}')
     with pytest.raises(FileNotFoundError, match='no .safetensors'): load_clap(tmp_path)
+
+
+def test_shipped_audio_zoo_is_todays_and_loads():
+    from platonic_ta.audio_zoo import shipped_audio_zoo_dir, get_audio_zoo, AUDIO_FAMILIES, AUDIO_FINETUNE
+    from platonic_ta.zoo import load_artifact, base_path, ft_path
+    d = shipped_audio_zoo_dir()
+    man = json.loads((d / 'MANIFEST.json').read_text())
+    assert man['world'] == audio_world.fingerprint(), 'the audio world changed since the audio zoo was shipped: rebuild and ship it'
+    assert man['families'] == list(AUDIO_FAMILIES) and man['tasks'] == EDIT and man['seeds']
+    assert man['command'].startswith('platonic_ta.audio_zoo.build_audio_zoo(')
+    assert man['build_wall_seconds'] > 0 and man['build_cpu_seconds'] > 0
+    assert man['bytes'] == sum(f.stat().st_size for f in d.rglob('*') if f.is_file() and f.name != 'MANIFEST.json')
+    Z = get_audio_zoo('shipped')
+    assert Z.families == list(AUDIO_FAMILIES) and Z.tasks == EDIT
+    for f in Z.families:
+        assert load_artifact(base_path(d, f))[1]['steps'] == AUDIO_FAMILIES[f].steps
+        want = json.loads(json.dumps({**AUDIO_FINETUNE, **AUDIO_FAMILIES[f].finetune}))
+        for t in Z.tasks:
+            for s in man['seeds']: assert load_artifact(ft_path(d, f, t, s))[1]['finetune'] == want
+    base = Z.base(Z.families[-1])
+    ft = Z.finetune(Z.families[-1], EDIT[0], 0, base)
+    clips = audio_world.load_task(EDIT[0], 'test', 4).clips
+    assert not torch.equal(base.encode_image(clips), ft.encode_image(clips))
+
+
+def test_ship_audio_zoo_refuses_an_incomplete_zoo(tmp_path):
+    from platonic_ta.audio_zoo import ship_audio_zoo
+    with pytest.raises(FileNotFoundError, match='not a complete audio zoo'): ship_audio_zoo(tmp_path / 'az', dest=tmp_path / 'out')
+    assert not (tmp_path / 'out').exists()
