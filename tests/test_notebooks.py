@@ -27,9 +27,6 @@ SMOKE = {
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': ({'ridge_floor': 0.01}, ['residuals.mean_dispersion', 'residuals.median_amplification',
                                 'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement']),
-    '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2),
-                       ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1',
-                        'audio.negation_control_cost_l1', 'audio.certified_changed']),
     '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=5, seed_tasks=1, seed_finetune_steps=5, n_eval_zoo=100,
                                   lambdas_zoo=[1.0]),
                              ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
@@ -40,9 +37,13 @@ SMOKE = {
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
 }
 
-# heavier runs, under `make test-slow`: the audio stage on a micro audio zoo built from scratch, the audio notebooks' slow cells
+# heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
+# scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
+AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
+              'audio.certified_changed']
 SLOW_SMOKE = {
-    '08_audio.ipynb': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), SMOKE['08_audio.ipynb'][1]),
+    '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2), AUDIO_KEYS),
+    '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
     '08a_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
     '08b_audio_frontend.ipynb': ({}, []),
     '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
@@ -57,7 +58,8 @@ def run_stage(nb, params, out: Path) -> Path:
     return report
 
 @pytest.mark.parametrize('nb,params,keys', [pytest.param(nb, *SMOKE[nb], id=nb) for nb in sorted(SMOKE)] +
-                         [pytest.param(nb, *SLOW_SMOKE[nb], id=f'slow-{nb}', marks=pytest.mark.slow) for nb in sorted(SLOW_SMOKE)])
+                         [pytest.param(nb.split('@')[0], *SLOW_SMOKE[nb], id=f'slow-{nb}', marks=pytest.mark.slow)
+                          for nb in sorted(SLOW_SMOKE)])
 def test_stage_notebook_runs(nb, params, keys, tmp_path, cache_dir):
     report = run_stage(nb, params, tmp_path)
     if not keys: return
