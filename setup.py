@@ -12,6 +12,7 @@ lic = licenses[cfg['license'].lower()]
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 ray_requirements = shlex.split(cfg.get('ray_requirements', ''))   # `pip install platonic_ta[ray]`: sweeps on Ray
+audio_requirements = shlex.split(cfg.get('audio_requirements', ''))   # `pip install platonic_ta[audio]`: CLAP towers
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -28,7 +29,7 @@ setuptools.setup(
     include_package_data=True,
     package_data={'platonic_ta': ['data/*', 'data/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'ray': ray_requirements},
+    extras_require={'dev': dev_requirements + audio_requirements, 'ray': ray_requirements, 'audio': audio_requirements},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',

@@ -23,6 +23,7 @@ SUPPORTED = (
     "open_clip TimmModel with timm_proj='' whose timm classifier is an nn.Linear (kind 'linear')",
     "open_clip TimmModel with timm_pool='map', timm_proj='none' (SigLIP; kind 'residual_head': "
     "visual.trunk.attn_pool.mlp.fc2)",
+    "transformers ClapAudioModelWithProjection, CLAP's audio tower (kind 'linear': audio_projection.linear2)",
 )
 
 # %% ../nbs/01a_heads.ipynb #5bc91eab
@@ -32,10 +33,17 @@ def _tower_classes():
     from open_clip.timm_model import TimmModel
     return VisionTransformer, ModifiedResNet, TimmModel
 
+def _hf_towers() -> tuple:
+    "transformers' towers we know (CLAP's audio tower), once transformers is imported: no instance exists before."
+    import sys
+    if 'transformers' not in sys.modules: return ()
+    from transformers import ClapAudioModelWithProjection
+    return (ClapAudioModelWithProjection,)
+
 # %% ../nbs/01a_heads.ipynb #f99408e5
 def image_tower(model) -> nn.Module:
     "The image tower of `model`: the tower itself, an open_clip model's `.visual`, or a wrapper's `.model.visual`."
-    towers = _tower_classes()
+    towers = _tower_classes() + _hf_towers()
     seen = model
     for _ in range(4):
         if isinstance(model, towers): return model
@@ -134,6 +142,8 @@ def last_layer(visual) -> LastLayer:
             return _linear('residual_head', v, ap.mlp.fc2)
         if isinstance(clf, nn.Linear): return _linear('linear', v, clf)
         raise unsupported("its timm trunk ends in no linear layer (pooled features are the embedding)")
+    if isinstance(v, _hf_towers()):   # CLAP: pooled audio features -> linear1 -> activation -> linear2
+        return _linear('linear', v, v.audio_projection.linear2)
     raise unsupported("unknown tower type")
 
 # %% ../nbs/01a_heads.ipynb #498d0f2c
@@ -147,7 +157,10 @@ def _grab_inputs(**modules):
     finally:
         for h in hooks: h.remove()
 
-def _first(out): return out[0] if isinstance(out, (tuple, list)) else out
+def _first(out):
+    "The embedding in a tower's output: the first of a tuple, a transformers audio tower's `audio_embeds`, or the tensor."
+    if hasattr(out, 'audio_embeds'): return out.audio_embeds
+    return out[0] if isinstance(out, (tuple, list)) else out
 
 # %% ../nbs/01a_heads.ipynb #aa49bc56
 def _attnpool_input_of_c_proj(pool, x: torch.Tensor) -> torch.Tensor:

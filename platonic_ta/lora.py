@@ -245,6 +245,8 @@ def qv_targets(model: nn.Module) -> list[str]:
             names += [full('q_proj'), full('v_proj')]
         elif isinstance(mod, SplitLinear) and 'v_proj' in mod.names:
             names.append(full('v_proj'))
+        elif type(getattr(mod, 'query', None)) is nn.Linear and type(getattr(mod, 'value', None)) is nn.Linear:
+            names += [full('query'), full('value')]     # transformers' attentions (CLAP's audio tower): separate already
         elif (isinstance(mod, nn.MultiheadAttention) or type(mod) is _attention_pool2d()
               or type(getattr(mod, 'qkv', None)) is nn.Linear
               or (isinstance(mod, AttentionPoolLatent) and type(mod.kv) is nn.Linear)):

@@ -42,6 +42,18 @@ SMOKE = {
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
 }
 
+# heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
+# scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
+AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
+              'audio.certified_changed']
+SLOW_SMOKE = {
+    '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2), AUDIO_KEYS),
+    '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
+    '08a_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
+    '08b_audio_frontend.ipynb': ({}, []),
+    '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
+}
+
 def run_stage(nb, params, out: Path) -> Path:
     "Run stage notebook `nb` with papermill into `out`; its report folder."
     report = out / 'report'
@@ -50,9 +62,10 @@ def run_stage(nb, params, out: Path) -> Path:
                         kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
     return report
 
-@pytest.mark.parametrize('nb', sorted(SMOKE))
-def test_stage_notebook_runs(nb, tmp_path, cache_dir):
-    params, keys = SMOKE[nb]
+@pytest.mark.parametrize('nb,params,keys', [pytest.param(nb, *SMOKE[nb], id=nb) for nb in sorted(SMOKE)] +
+                         [pytest.param(nb.split('@')[0], *SLOW_SMOKE[nb], id=f'slow-{nb}', marks=pytest.mark.slow)
+                          for nb in sorted(SLOW_SMOKE)])
+def test_stage_notebook_runs(nb, params, keys, tmp_path, cache_dir):
     report = run_stage(nb, params, tmp_path)
     if not keys: return
     metrics = json.loads((report / 'metrics.json').read_text())
