@@ -84,7 +84,7 @@ PAPER = [  # (metric, effect, the paper's figure)
     ('composition.certified_changed', 'certified predictions that changed', '0'),
 ]
 
-EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figure)): the experiments stage, one table each
+EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figure)): the experiments and audio stages, one table each
     ('Baselines', '10_baselines', [
         ('experiments.closed_form_cross_gain_a05', 'closed form across models, two tasks at α = 0.5: task gain (points)', '+20.9 and +15.7'),
         ('experiments.best_baseline_cross_gain_a05', 'best cross-model baseline (transport or distillation): task gain (points)',
@@ -143,6 +143,18 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.seed_sd_pair', 'spread of a composed pair across seeds (sd, points)', '±0.23 and ±0.13'),
         ('experiments.seed_sd_negation_l1', 'spread of a negation at λ = 1 across seeds (sd, points)', '±0.08'),
     ]),
+    ('Audio–text encoders', '08_audio', [
+        ('audio.gain_first', 'sound events (ESC-50-like) at α = 0.5, cross-model: gain (points)', '+1.66'),
+        ('audio.gain_second', 'genres (GTZAN-like) at α = 0.5, cross-model: gain (points)', '+2.33'),
+        ('audio.cells_first_rises_share', 'share of addition cells where sound events rise', '1 (every cell)'),
+        ('audio.cells_second_rises_share', 'share of addition cells where genres rise', '0.83 (5 of 6)'),
+        ('audio.control_move', 'largest control move in an addition cell (points)', '≤ 0.8'),
+        ('audio.negation_removed_l1', 'negation at λ = 1: points removed', '14.4'),
+        ('audio.negation_control_cost_l1', 'negation at λ = 1: control cost (points)', '2.0'),
+        ('audio.adapter_gain', 'adapter on the composed tasks: gain (points)', '11.1'),
+        ('audio.adapter_control_cost', 'adapter: control cost (points)', '1.0'),
+        ('audio.certified_changed', 'certified predictions that changed', '0'),
+    ]),
 ]
 
 def paper_table(metrics: dict, rows=None) -> list:
@@ -195,6 +207,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition', trained_targets=1,
                                  lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
+    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60),   # the audio zoo shipped in the package
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 
