@@ -37,8 +37,9 @@ sync: install
 # pytest runs on two workers (pytest-xdist); tests that time processes of their own run after, one at a time.
 test: install sync
 	$(BIN)/nbdev_test --n_workers 1
-	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup
-	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial
+	d=$$(mktemp -d) && export PLATONIC_TA_TEST_CACHE=$$d && \
+	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup && \
+	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial; rc=$$?; rm -rf $$d; exit $$rc
 
 # JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
 test-lab: install

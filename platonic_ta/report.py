@@ -43,7 +43,7 @@ def read_metrics(report_dir: str | Path | None) -> dict:
     path = Path(report_dir) / 'metrics.json'
     if not path.exists(): return {}
     try: return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON ({e}); move it aside and rerun the stage notebooks") from e
 
 def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:

@@ -162,7 +162,7 @@ def read_status(cell_dir) -> dict | None:
     p = Path(cell_dir) / 'status.json'
     if not p.exists(): return None
     try: return json.loads(p.read_text())
-    except json.JSONDecodeError: return None   # written atomically: only a foreign edit damages it; the cell reruns
+    except (json.JSONDecodeError, UnicodeDecodeError): return None   # written atomically: only a foreign edit damages it; the cell reruns
 
 def run_cell(job: dict) -> dict:
     "Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version, executor}; writes and returns its status."

@@ -461,7 +461,7 @@ def load_artifact(path: Path) -> tuple:
     st, js = path.with_suffix('.safetensors'), path.with_suffix('.json')
     if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {path.parent}')
     try: meta = json.loads(js.read_text())
-    except json.JSONDecodeError as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
     if 'digest' in meta and _sealed(meta)['digest'] != meta['digest']:
         raise ArtifactError(f'{js} does not match its own digest: it was damaged or edited by hand')
     if meta.get('sha256') != _sha256(st): raise ArtifactError(f'{st} does not match the sha256 in {js.name} (truncated or corrupt)')

@@ -10,8 +10,14 @@ def root(): return ROOT
 
 @pytest.fixture(scope='session')
 def cache_dir(tmp_path_factory):
-    "A private cache for the whole test session: tests never touch the user's ~/.cache/platonic_ta."
-    d = tmp_path_factory.mktemp('platonic_ta_cache')
+    """A private cache for the whole test session: tests never touch the user's ~/.cache/platonic_ta.
+    Under pytest-xdist the workers share one (the micro zoo is built once, each artefact under its lock);
+    `PLATONIC_TA_TEST_CACHE` names one that several pytest runs share (make test: the parallel and the serial part)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get('PLATONIC_TA_TEST_CACHE'): d = Path(os.environ['PLATONIC_TA_TEST_CACHE'])
+    elif os.environ.get('PYTEST_XDIST_WORKER'): d = base.parent / 'platonic_ta_cache'
+    else: d = base / 'platonic_ta_cache'
+    d.mkdir(parents=True, exist_ok=True)
     os.environ['PLATONIC_TA_CACHE'] = str(d)
     return d
 

@@ -120,3 +120,11 @@ def test_offline_is_a_switch_read_at_the_call(monkeypatch):
     with pytest.raises(FileNotFoundError, match='offline=False'):
         zoo.load_open_clip('RN50', pretrained='openai', offline=True)
     assert time.time() - t0 < 30
+
+def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
+    "A flipped high bit in the manifest is a clear ArtifactError, not a UnicodeDecodeError from deep inside."
+    from platonic_ta.zoo import save_artifact, load_artifact, ArtifactError
+    p = tmp_path / 'a.safetensors'
+    save_artifact(p, {'w': torch.zeros(2)}, {'kind': 'x'})
+    js = p.with_suffix('.json'); b = bytearray(js.read_bytes()); b[0] ^= 0x80; js.write_bytes(bytes(b))
+    with pytest.raises(ArtifactError, match='not valid JSON'): load_artifact(p)
