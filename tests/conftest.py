@@ -65,3 +65,12 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"hypothesis: {sum(examples.values())} inputs generated over {len(examples)} properties, "
                                     f"{sum(counts.values())} calls tried over {len(counts)} functions and loaders "
                                     f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+
+def pytest_sessionstart(session):
+    """make test's parallel run: the controller builds the micro zoo on both cores before the workers start (each
+    worker then finds it built, instead of one worker building it on one core while the other waits on its locks)."""
+    shared = os.environ.get('PLATONIC_TA_TEST_CACHE')
+    if not shared or os.environ.get('PYTEST_XDIST_WORKER') or not getattr(session.config.option, 'numprocesses', None): return
+    os.environ['PLATONIC_TA_CACHE'] = shared
+    from platonic_ta.zoo import get_zoo
+    get_zoo('micro', workers=2, progress=False)
