@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 import numpy as np
 import torch
-from .world import TaskData
+from .world import TaskData, grounded_phrases
 
 # %% auto #0
 __all__ = ['SR', 'CLIP', 'WORLD_SEED', 'SOURCES', 'PITCHES', 'TIMBRES', 'ENVELOPES', 'RHYTHMS', 'BACKGROUNDS', 'DIRECTIONS',
@@ -413,23 +413,13 @@ def _phrases(sc: dict, rng, p_noise: float) -> dict:
     out['background'] = f"{'in' if sc['background'] != 'quiet' else ''} {n(sc['background'], BACKGROUNDS)} background".strip()
     return out
 
-def _grounded_phrases(sc: dict, rng, p_noise: float) -> list:
-    "For each edit task whose classes the clip shows, with its grounding rate, a phrase in the task's own words."
-    out = []
-    for t in TASKS.values():
-        if t.grounding <= 0: continue
-        y = t.ground(sc)
-        if y is not None and rng.random() < t.grounding:
-            out.append(t.templates[0].format(_noisy(rng, t.classnames[y], t.classnames, p_noise)))
-    return out
-
 def caption_clip(sc: dict, rng, p_mention: float = 0.25, p_noise: float = 0.1) -> str:
     "A caption naming the clip's focus and each other attribute with probability `p_mention`; edit tasks' words at their grounding rates."
     ph = _phrases(sc, rng, p_noise)
     key = {'direction': 'direction', 'sound': 'sound'}.get(sc['focus'], sc['focus'])
     if key not in ph: key = next(iter(ph))
     parts = [p for k, p in ph.items() if k == key or rng.random() < p_mention]
-    parts += _grounded_phrases(sc, rng, p_noise)
+    parts += grounded_phrases(TASKS.values(), sc, rng, p_noise)
     rng.shuffle(parts)
     return ' , '.join(parts)
 

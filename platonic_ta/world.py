@@ -15,8 +15,8 @@ __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STY
            'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS',
            'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
            'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks',
-           'register_task', 'unregister_task', 'load_task', 'images_hash', 'caption_scene', 'caption_corpus',
-           'vocabulary', 'fingerprint']
+           'register_task', 'unregister_task', 'load_task', 'images_hash', 'grounded_phrases', 'caption_scene',
+           'caption_corpus', 'vocabulary', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #5899250d
 SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
@@ -533,10 +533,10 @@ def _phrases(scene: dict, rng, p_noise: float) -> dict:
     out['style'] = f"in {n(scene['style'], STYLES)} style"
     return out
 
-def _grounded_phrases(scene: dict, rng, p_noise: float) -> list:
-    "For each edit task whose classes the scene shows, with its grounding rate, a phrase in the task's own words."
+def grounded_phrases(tasks, scene: dict, rng, p_noise: float) -> list:
+    "For each edit task of `tasks` whose classes the scene (or clip) shows, with its grounding rate, a phrase in the task's own words."
     out = []
-    for t in TASKS.values():
+    for t in tasks:
         if t.grounding <= 0: continue
         y = t.ground(scene)
         if y is not None and rng.random() < t.grounding:
@@ -547,7 +547,7 @@ def caption_scene(scene: dict, rng, p_mention: float = 0.25, p_noise: float = 0.
     "A caption naming the scene's focus and each other attribute with probability `p_mention`, some wrong (`p_noise`); edit tasks' words at their grounding rates."
     ph = _phrases(scene, rng, p_noise)
     parts = [p for k, p in ph.items() if k == scene['focus'] or rng.random() < p_mention]
-    parts += _grounded_phrases(scene, rng, p_noise)
+    parts += grounded_phrases(TASKS.values(), scene, rng, p_noise)
     rng.shuffle(parts)
     return ' , '.join(parts)
 
