@@ -1,12 +1,13 @@
 # platonic-ta: two commands on a fresh machine.
 #   make demo   install, build or load the zoo, run every stage notebook headless, write _runs/report/
-#   make test   install, check notebooks and library agree, nbdev_test, pytest
+#   make test   install, check notebooks and library agree, pytest (every notebook, the library's tests)
 #   make test-lab  the browser test (JupyterLab sliders in headless Chromium) and the composition sweep on Ray
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LAB_STAMP := $(VENV)/.installed-lab
 # torch and torchvision are pinned together: the local wheels, a CUDA build that runs on the CPU.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 NBDEV_PINS := nbdev==2.4.14 execnb==0.1.18 fastcore==1.14.5 ghapi==1.1.1
@@ -14,9 +15,12 @@ NBDEV_PINS := nbdev==2.4.14 execnb==0.1.18 fastcore==1.14.5 ghapi==1.1.1
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: install demo test test-lab test-slow sync clean-runs bench
+.PHONY: install install-lab demo test test-lab test-slow sync clean-runs bench
 
-install: $(STAMP) $(CHROMIUM)
+# make test needs no browser: JupyterLab, playwright and Chromium come with install-lab (the demo's slider
+# screenshots and make test-lab).
+install: $(STAMP)
+install-lab: $(LAB_STAMP) $(CHROMIUM)
 
 # Installed once: skipped while the binary exists, and independent of the venv (never forces its reinstall).
 $(CHROMIUM):
@@ -31,18 +35,22 @@ $(STAMP): settings.ini setup.py
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev,ray,lab]'
+	touch $(LAB_STAMP)
+
 sync: install
 	bash tools/check_sync.sh
 
 # pytest runs on two workers (pytest-xdist); tests that time processes of their own run after, one at a time.
+# Every notebook runs inside pytest: the stage notebooks as papermill smoke runs, the others under nbdev_test.
 test: install sync
-	$(BIN)/nbdev_test --n_workers 1
 	d=$$(mktemp -d) && export PLATONIC_TA_TEST_CACHE=$$d && \
 	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup && \
 	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial; rc=$$?; rm -rf $$d; exit $$rc
 
 # JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
-test-lab: install
+test-lab: install-lab
 	$(BIN)/python -m pytest -q tests/lab
 
 # The heavy checks nbdev skips by default (cells flagged `#| slow`).
@@ -50,7 +58,7 @@ test-slow: install
 	$(BIN)/nbdev_test --n_workers 1 --flags slow
 	PLATONIC_TA_SLOW=1 $(BIN)/python -m pytest -q tests -m slow
 
-demo: install
+demo: install-lab
 	$(BIN)/platonic-ta demo
 
 bench: install

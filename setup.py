@@ -13,6 +13,7 @@ requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 ray_requirements = shlex.split(cfg.get('ray_requirements', ''))   # `pip install platonic_ta[ray]`: sweeps on Ray
 audio_requirements = shlex.split(cfg.get('audio_requirements', ''))   # `pip install platonic_ta[audio]`: CLAP towers
+lab_requirements = shlex.split(cfg.get('lab_requirements', ''))   # `pip install platonic_ta[lab]`: JupyterLab, the browser test
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -29,7 +30,8 @@ setuptools.setup(
     include_package_data=True,
     package_data={'platonic_ta': ['data/*', 'data/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements + audio_requirements, 'ray': ray_requirements, 'audio': audio_requirements},
+    extras_require={'dev': dev_requirements + audio_requirements, 'ray': ray_requirements, 'audio': audio_requirements,
+                    'lab': lab_requirements},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',

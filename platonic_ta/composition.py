@@ -940,16 +940,22 @@ def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
     return [0] + sorted(s for s in ok if s != 0)
 
 def heldout_split(task: str, exclude=None, n: int | None = None):
-    "Training images of `task` not among `exclude` (a `Grid` of the task, or probe indices): a validation set."
+    """Training images of `task` that no grid in `exclude` holds: a validation set. `exclude` is a `Grid` of the task,
+    several grids (every image any of them holds is left out, context rows included), or probe indices."""
     from platonic_ta.world import TaskData
+    from platonic_ta.descriptors import image_hashes
     if n is not None: n = check_count(n, 'n', 1, hint='the number of held-out images')
     data = world.load_task(task, 'train')
-    if isinstance(exclude, Grid):
-        if exclude.task != task: raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}")
-        if exclude.probe_index is None: raise ValueError(f"grid {exclude.task!r} has no probe_index (a union grid?)")
-        exclude = exclude.probe_index
     keep = torch.ones(len(data), dtype=torch.bool)
-    if exclude is not None: keep[torch.as_tensor(exclude).long()] = False
+    if isinstance(exclude, Grid) and exclude.task != task:
+        raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}: pass the task's own grid, "
+                         f"or all grids as a list")
+    grids = [exclude] if isinstance(exclude, Grid) else \
+            list(exclude) if isinstance(exclude, (list, tuple)) and exclude and all(isinstance(g, Grid) for g in exclude) else None
+    if grids is not None:
+        used = set().union(*(g.probe_hashes for g in grids))
+        keep = torch.tensor([h not in used for h in image_hashes(data.images)], dtype=torch.bool)
+    elif exclude is not None: keep[torch.as_tensor(exclude).long()] = False
     idx = keep.nonzero().flatten()
     if n is not None: idx = idx[:n]
     if len(idx) == 0: raise ValueError(f"task {task!r}: no training image is left outside the probes")

@@ -20,8 +20,8 @@ from .guards import (atomic_write, check_count, check_seed, check_kind, file_loc
 
 # %% auto #0
 __all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'make_grid', 'union_grid',
-           'CacheCorruptionWarning', 'cache_root', 'EmbeddingCache', 'affinity', 'descriptor', 'GridMismatchError',
-           'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine', 'consistency_matrix',
+           'zoo_grids', 'sub_grid', 'CacheCorruptionWarning', 'cache_root', 'EmbeddingCache', 'affinity', 'descriptor',
+           'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine', 'consistency_matrix',
            'consistency_summary', 'descriptor_store', 'zoo_descriptors']
 
 # %% ../nbs/02_descriptors.ipynb #034357e0
@@ -79,9 +79,9 @@ class Grid:
     images: torch.Tensor                  # (N, 3, H, W) uint8 probe images, in grid order
     prompts: list                         # M lists of prompt strings, one list per class
     classnames: list                      # M class names
-    probe_index: torch.Tensor | None = None   # positions in the training split (None for a union grid)
+    probe_index: torch.Tensor | None = None   # training-split positions of the task's own probes, the first rows (None: union grid)
     seed: int | None = None
-    sources: list = field(default_factory=list)  # tasks a union grid was built from
+    sources: list = field(default_factory=list)  # tasks a union grid (or a context grid's rows) came from
     probe_hashes: list = field(init=False)
 
     def __post_init__(self):
@@ -174,6 +174,32 @@ def union_grid(grids: Sequence[Grid], task: str | None = None) -> Grid:
             if tuple(p) not in pseen: pseen.add(tuple(p)); prompts.append(p); names.append(c)
     return Grid(task=task or '+'.join(g.task for g in grids), images=torch.stack(rows), prompts=prompts,
                 classnames=names, sources=[g.task for g in grids])
+
+# %% ../nbs/02_descriptors.ipynb #2f2e775d
+def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0) -> dict:
+    """{task name: Grid}: each task's `n_probes` own probes (`make_grid`; tasks by name or as TaskData), then `n_context`
+    unlabeled training images of every other task, drawn past that task's own probes; the task's own prompts."""
+    n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each other task (0: none)')
+    datas = list({d.name: d for d in (_resolve_task(t, 'train') for t in tasks)}.values())
+    own = {d.name: make_grid(d, n_probes, seed) for d in datas}
+    if not n_context or len(datas) < 2: return own
+    short = [f'{d.name} ({len(d.images)})' for d in datas if len(d.images) < n_probes + n_context]
+    if short: raise ValueError(f"n_probes + n_context = {n_probes + n_context} is more than the training split of {short}: "
+                               f"ask for fewer context images")
+    extra = {d.name: make_grid(d, n_probes + n_context, seed).images[n_probes:] for d in datas}
+    return {t: Grid(task=t, images=torch.cat([g.images] + [extra[u] for u in own if u != t]), prompts=g.prompts,
+                    classnames=g.classnames, probe_index=g.probe_index, seed=g.seed, sources=list(own))
+            for t, g in own.items()}
+
+# %% ../nbs/02_descriptors.ipynb #ba24e221
+def sub_grid(grid: Grid, n: int) -> Grid:
+    """The grid's first `n` own probes, then its context rows (if any), with its prompts: for `make_grid` grids this is
+    `make_grid(task, n, seed)`, and a descriptor on the grid is cut to it with `Descriptor.restrict`."""
+    own = grid.N if grid.probe_index is None else len(grid.probe_index)
+    n = check_count(n, 'n', 1, own, hint=f"between 1 and the grid's {own} own probes")
+    return Grid(task=grid.task, images=torch.cat([grid.images[:n], grid.images[own:]]), prompts=grid.prompts,
+                classnames=grid.classnames, probe_index=None if grid.probe_index is None else grid.probe_index[:n],
+                seed=grid.seed, sources=grid.sources)
 
 # %% ../nbs/02_descriptors.ipynb #553f55a8
 class CacheCorruptionWarning(UserWarning):

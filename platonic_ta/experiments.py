@@ -14,8 +14,8 @@ from .guards import check_number, check_count, check_seed
 
 # %% auto #0
 __all__ = ['gram_power', 'whiten_descriptor', 'first_order_change', 'first_order_adjoint', 'exact_first_order_operator',
-           'sub_grid', 'halving_counts', 'task_relatedness', 'weight_update_cosine', 'model_scale', 'other_scale',
-           'task_orderings', 'edit_gains']
+           'halving_counts', 'task_relatedness', 'weight_update_cosine', 'model_scale', 'other_scale', 'task_orderings',
+           'edit_gains']
 
 # %% ../nbs/10_experiments.ipynb #c9c1cf80
 def gram_power(T, p: float, eps: float = 1e-6) -> torch.Tensor:
@@ -67,12 +67,6 @@ def exact_first_order_operator(F, Z_hat, T_hat, U, ridge: float = 1e-2, iters: i
     return x
 
 # %% ../nbs/10_experiments.ipynb #5f761eac
-def sub_grid(grid: Grid, n: int) -> Grid:
-    "The first `n` probes of `grid` with its prompts (for `make_grid` grids: `make_grid(task, n, seed)`)."
-    n = check_count(n, 'n', 1, grid.N, hint=f'between 1 and the grid\'s {grid.N} probes')
-    return Grid(task=grid.task, images=grid.images[:n], prompts=grid.prompts, classnames=grid.classnames,
-                probe_index=None if grid.probe_index is None else grid.probe_index[:n], seed=grid.seed)
-
 def halving_counts(N: int, k: int) -> list:
     "`[N, N//2, …]`, `k` counts, halving each time (each at least 1)."
     N, k = check_count(N, 'N', 1), check_count(k, 'k', 1, 64)

@@ -9,7 +9,7 @@ from pathlib import Path
 from .guards import atomic_write_text
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure',
+__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure',
            'paper_table', 'write_report', 'run_stages', 'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
@@ -191,21 +191,23 @@ def write_report(report_dir: str | Path) -> Path:
     return out
 
 # %% ../nbs/90_report.ipynb #b288ef4e
+CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
     '00_world.ipynb': dict(n_per_task=2000),
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
-    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000),
-    '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
-    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000),
-    '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, adapter_steps_zoo=150, adapter_batch_zoo=64,
-                             adapter_lr_zoo=1e-2, ridge_floor='composition'),
-    '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition'),
+    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT),
+    '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
+    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
+    '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
+                             adapter_batch_zoo=64, adapter_lr_zoo=1e-2, ridge_floor='composition'),
+    '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
+                               ridge_floor='composition'),
     # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
     # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
     # seeds serve the seed study
-    '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_eval_zoo=1000, ridge_floor='composition', trained_targets=1,
-                                 lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
+    '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
+                                 ridge_floor='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
     '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60),   # the audio zoo shipped in the package
 }

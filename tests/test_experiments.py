@@ -5,14 +5,14 @@ import torch
 
 from platonic_ta import world
 from platonic_ta.zoo import family_encoder
-from platonic_ta.descriptors import make_grid, affinity
+from platonic_ta.descriptors import make_grid, affinity, sub_grid
 from platonic_ta.composition import weight_space_sum, class_text_embeddings
 from platonic_ta.factorization import solve_operator, edit_record
 from platonic_ta.adapter import AdapterConfig
 from platonic_ta.baselines import (procrustes, transport_theta, transport_operator, fit_distill, gradient_ascent,
                                    teacher_logits, lora_fit, lora_targetable)
 from platonic_ta.experiments import (gram_power, whiten_descriptor, first_order_change, first_order_adjoint,
-                                     exact_first_order_operator, sub_grid, halving_counts, task_relatedness,
+                                     exact_first_order_operator, halving_counts, task_relatedness,
                                      weight_update_cosine, model_scale, other_scale, task_orderings, edit_gains)
 
 torch.set_num_threads(1)

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # notebook -> (small parameters, metric keys it must record)
 SMOKE = {
     '00_world.ipynb': (dict(n_per_task=64, n_bench=300), ['world.images_per_s', 'world.n_tasks', 'world.n_controls']),
-    '01_zoo.ipynb': (dict(n_eval=100), ['zoo.n_families', 'zoo.min_family_mean_gain', 'zoo.min_family_tasks_above_chance',
+    '01_zoo.ipynb': (dict(n_eval=100, n_probe_train=400), ['zoo.n_families', 'zoo.min_family_mean_gain', 'zoo.min_family_tasks_above_chance',
                                         'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
                                         'zoo.min_pairwise_disagreement', 'zoo.build_s']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
@@ -17,7 +17,7 @@ SMOKE = {
     '02_descriptors.ipynb': ({}, ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
     '03_factorization.ipynb': (dict(real_archs=[], n_eval_zoo=100), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
                                                      'factorization.mean_cross_gain']),
-    '04_composition.ipynb': (dict(n_eval_zoo=100, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], ridge_floors=[1e-8, 1e-2]),
+    '04_composition.ipynb': (dict(n_eval_zoo=100, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], ridge_floors=[1e-8, 1e-2]),
                              ['composition.slider_update_ms_tiny', 'composition.slider_update_ms', 'composition.certified_share',
                                   'composition.certified_changed', 'composition.certified_records',
                                   'composition.cells_both_gain_share', 'composition.null_beaten_share',
@@ -72,6 +72,23 @@ def test_stage_notebook_runs(nb, params, keys, tmp_path, cache_dir):
     missing = [k for k in keys if k not in metrics]
     assert not missing, f'{nb} did not record {missing}'
     assert all(isinstance(v, (int, float)) for v in metrics.values())
+
+# The notebooks without a smoke entry above run under nbdev's own test runner (their `#| slow` cells skipped, as
+# `nbdev_test` does), each in a process of its own; the smoke runs execute every cell of the others already.
+NBDEV_ONLY = sorted(p.name for p in (ROOT / 'nbs').glob('*.ipynb') if p.name not in SMOKE)
+
+def test_notebooks_without_a_smoke_run_pass_nbdev_test(cache_dir):
+    import subprocess, sys
+    only = '^(' + '|'.join(re.escape(nb) for nb in NBDEV_ONLY) + ')$'
+    r = subprocess.run([str(Path(sys.executable).parent / 'nbdev_test'), '--file_re', only, '--n_workers', '0', '--timing'],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0 and 'Success' in r.stdout, f'nbdev_test failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'
+    assert len(re.findall(r'\.ipynb: \d+ secs', r.stdout)) == len(NBDEV_ONLY), f'not every notebook ran:\n{r.stdout}'
+
+def test_every_notebook_runs_in_make_test():
+    "Each notebook is executed by a smoke run or by nbdev's test runner (never neither)."
+    every = {p.name for p in (ROOT / 'nbs').glob('*.ipynb')}
+    assert every == set(SMOKE) | set(NBDEV_ONLY) and not set(SMOKE) - every, sorted(set(SMOKE) ^ every - set(NBDEV_ONLY))
 
 def test_every_stage_notebook_has_a_smoke_entry_and_parameters():
     for nb in sorted(p.name for p in (ROOT / 'nbs').glob('[0-9]*.ipynb')):
