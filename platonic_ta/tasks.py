@@ -21,7 +21,7 @@ def as_uint8_images(x, size: int | None = None) -> torch.Tensor:
     "uint8 `(n, 3, S, S)` images from uint8 or [0, 1] float `(n, H, W)`, `(n, C, H, W)` or `(n, H, W, C)` (C in 1, 3, 4; channels first when axis 1 fits)."
     if isinstance(x, torch.Tensor): t = x.detach().cpu()
     else:
-        try: t = torch.as_tensor(np.asarray(x))
+        try: a = np.asarray(x); t = torch.as_tensor(a if a.flags.writeable else a.copy())   # (PIL's arrays are read-only)
         except (TypeError, ValueError, RuntimeError) as e:
             raise TypeError(f'images must be an array of numbers (uint8, or float in [0, 1]) of one shape; '
                             f'got a {type(x).__name__} numpy cannot turn into one ({e})') from e
@@ -263,7 +263,10 @@ def folder_task(name: str, folder, test_frac: float = 0.25, seed: int = 0, size:
     "The loader of an ImageFolder-style directory (with `train/` and `test/` subfolders, or split by `test_frac`)."
     folder = Path(folder)
     if (folder / 'train').is_dir() and (folder / 'test').is_dir():
-        splits = {s: FolderSource(folder / s, classnames, templates) for s in SPLITS}
+        def beside(arg, fname, sub):   # a classnames.txt / templates.txt beside train/ and test/ serves both
+            return _lines(folder / fname) if arg is None and not (sub / fname).exists() and (folder / fname).exists() else arg
+        splits = {s: FolderSource(folder / s, beside(classnames, 'classnames.txt', folder / s),
+                                  beside(templates, 'templates.txt', folder / s)) for s in SPLITS}
         return SourceTask(name, splits=splits, seed=seed, size=size, batch=batch, limit=limit, progress=progress)
     return SourceTask(name, FolderSource(folder, classnames, templates), test_frac, seed, size, batch=batch, limit=limit, progress=progress)
 
