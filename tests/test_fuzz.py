@@ -443,6 +443,298 @@ def test_residuals(U1, U2, U3, x, y, m):
     if ok: assert math.isfinite(float(a)) and float(a) >= 0
 
 
+# --- task loading -------------------------------------------------------------------------------------------------
+from platonic_ta import tasks as T
+
+@fast(80)
+@given(n=st.integers(0, 3), layout=st.sampled_from(['nchw', 'nhwc', 'nhw', 'hw', 'nchwx']), c=st.sampled_from([1, 3, 4, 2]),
+       h=st.integers(0, 5), w=st.integers(1, 5), dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64,
+                                                                         torch.float16, torch.int64, torch.bool]),
+       bad=ENTRY, spoil=st.booleans(), size=st.sampled_from([None, 1, 3, 4, 0, -2, 2.5, float('nan'), 'x', 5000]),
+       as_numpy=st.booleans(), seed=st.integers(0, 2 ** 31))
+@counted
+def test_as_uint8_images(n, layout, c, h, w, dtype, bad, spoil, size, as_numpy, seed):
+    g = torch.Generator().manual_seed(seed)
+    shape = dict(nchw=(n, c, h, w), nhwc=(n, h, w, c), nhw=(n, h, w), hw=(h, w), nchwx=(n, c, h, w, 1))[layout]
+    x = torch.rand(shape, generator=g, dtype=torch.float64)
+    if spoil and x.numel(): x.view(-1)[0] = bad
+    x = (x * 255).to(dtype) if dtype in (torch.uint8, torch.int64) else x > 0.5 if dtype == torch.bool else x.to(dtype)
+    ok, out = outcome('as_uint8_images', lambda: T.as_uint8_images(x.numpy() if as_numpy and dtype != torch.float16 else x, size))
+    if not ok: return
+    assert out.dtype == torch.uint8 and out.ndim == 4 and out.shape[:2] == (n, 3) and 0 not in out.shape[2:]
+    assert dtype in (torch.uint8, torch.float32, torch.float64, torch.float16), f'{dtype} images taken'
+    if size is not None: assert tuple(out.shape[-2:]) == (size, size)
+    first = x[:, None] if layout == 'nhw' else x
+    if layout == 'nchw' and c == 3 and size is None:    # unambiguous: the same pixels, as uint8
+        want = x if dtype == torch.uint8 else (x.double() * 255).round().to(torch.uint8)
+        assert torch.equal(out, want), 'images changed on the way in'
+    if layout == 'nhw' and size is None: assert torch.equal(out[:, 0], out[:, 2]) and out.shape[-2:] == first.shape[-2:]
+
+
+LABEL_KIND = st.sampled_from(['ok', 'float', 'frac', 'nan', 'neg', 'high', 'short', 'long', 'str', 'bool', '2d', 'column', 'huge'])
+
+def spoilt_labels(n: int, k: int, kind: str):
+    "Labels of `n` images over `k` classes, balanced, then spoilt as `kind` says (a list, a numpy array or a tensor)."
+    y = np.arange(n) % k
+    if kind == 'float': return y.astype(np.float64)                    # whole floats: fine
+    if kind == 'frac' and n: return y + 0.5
+    if kind == 'nan' and n: return np.where(np.arange(n) == 0, np.nan, y)
+    if kind == 'neg' and n: return torch.as_tensor(y - 1)
+    if kind == 'high' and n: return list(y + 1)
+    if kind == 'short': return y[:-1]
+    if kind == 'long': return list(y) + [0]
+    if kind == 'str': return [str(v) for v in y]
+    if kind == 'bool': return y > 0
+    if kind == '2d': return np.stack([y, y])
+    if kind == 'column': return torch.as_tensor(y)[:, None]          # (n, 1): fine
+    if kind == 'huge' and n: return [2 ** 70] + list(y[1:])
+    return torch.as_tensor(y)
+
+def pixel_pairs(*datas) -> Counter:
+    "The (image bytes, label) pairs of task splits, as a multiset."
+    return Counter((bytes(im.contiguous().numpy().tobytes()), int(y)) for d in datas for im, y in zip(d.images, d.labels))
+
+NAMES = st.sampled_from([['cat', 'dog', 'eel', 'fox'], 'cdef', ['cat', 'cat', 'eel', 'fox'], ['cat', ' ', 'eel', 'fox'],
+                         [1, 2, 3, 4], ['cat', 'dog']])
+TEMPLATES = st.sampled_from([None, ['a photo of a {}.'], ['no slot'], ['{} and {}'], 'a {}', [], ['x {}', 3]])
+FRACS = st.sampled_from([0.25, 0.5, 0.9, 0.0, 1.0, float('nan'), '0.3', None])
+N_ASKED = st.sampled_from([None, 1, 2, 3.0, 2.5, 0, -1, 10 ** 9, True, 'x', float('nan'), np.int64(2)])
+
+@fast(60)
+@given(n=st.integers(0, 14), k=st.integers(1, 4), kind=LABEL_KIND, names=NAMES, templates=TEMPLATES, frac=FRACS,
+       seed=st.sampled_from([0, 1, 2 ** 40, -1, 1.5]), split=st.sampled_from(['train', 'test', 'val', None]), asked=N_ASKED,
+       float_images=st.booleans())
+@counted
+def test_tensor_task(n, k, kind, names, templates, frac, seed, split, asked, float_images):
+    g = torch.Generator().manual_seed(n * 31 + k)
+    images = torch.rand(n, 4, 4, 3, generator=g) if float_images else torch.randint(0, 256, (n, 3, 4, 4), generator=g, dtype=torch.uint8)
+    labels, names = spoilt_labels(n, k, kind), names if isinstance(names, str) else names[:k]
+    name = 'fuzz_tensors'
+    ok, loader = outcome('register_tensor_task', lambda: T.register_tensor_task(name, images, labels, names, templates, overwrite=True,
+                                                                                 test_frac=frac, seed=seed))
+    try:
+        if not ok: return
+        assert kind in ('ok', 'float', 'column') and n >= 2 * k and isinstance(names, list) and len(set(map(str, names))) == k
+        assert 0 < float(frac) < 1
+        tr, te = world.load_task(name, 'train'), world.load_task(name, 'test')
+        want = pixel_pairs(world.TaskData(name, 'all', T.as_uint8_images(images), torch.as_tensor(np.asarray(labels)).flatten().long(), [], []))
+        assert pixel_pairs(tr, te) == want, 'the splits lose, add or relabel images'
+        assert set(tr.labels.tolist()) == set(te.labels.tolist()) == set(range(k)), 'a class missing from a split'
+        assert tr.classnames == [str(c) for c in names] and tr.templates == (templates or T.DEFAULT_TEMPLATES)
+        again = T.register_tensor_task(name, images, labels, names, templates, overwrite=True, test_frac=frac, seed=seed)
+        assert torch.equal(again('test').images, te.images) and torch.equal(again('test').labels, te.labels), 'split not seeded'
+        ok, d = outcome('load_task', lambda: world.load_task(name, split, asked))
+        if ok:
+            assert split in world.SPLITS and d.split == split and d.name == name
+            full = tr if split == 'train' else te
+            m = len(full) if asked is None else min(int(asked), len(full))
+            assert len(d) == m and torch.equal(d.images, full.images[:m]) and torch.equal(d.labels, full.labels[:m])
+    finally:
+        if name in world.USER_TASKS: world.unregister_task(name)
+
+
+@fast(60)
+@given(labels=st.one_of(st.lists(st.integers(-1, 4), max_size=14), st.lists(st.sampled_from([0, 1, 2.0, 0.5, float('nan')]), max_size=8)),
+       as_tensor=st.booleans(), frac=ANY_NUMBER, seed=ANY_NUMBER)
+@counted
+def test_stratified_split(labels, as_tensor, frac, seed):
+    y = torch.tensor(labels) if as_tensor and labels else labels
+    ok, sp = outcome('stratified_split', lambda: T.stratified_split(y, frac, seed))
+    if not ok: return
+    lab = torch.tensor(labels).long()
+    tr, te = sp['train'].tolist(), sp['test'].tolist()
+    assert sorted(tr + te) == list(range(len(labels))), 'indices lost or repeated'
+    for c in set(lab.tolist()):
+        n_c, k = int((lab == c).sum()), int((lab[sp['test']] == c).sum())
+        assert c >= 0 and k == min(max(1, round(float(frac) * n_c)), n_c - 1), (c, n_c, k)
+    again = T.stratified_split(y, frac, seed)
+    assert all(torch.equal(sp[s], again[s]) for s in sp), 'the split is not a function of the seed'
+
+
+@pytest.fixture(scope='module')
+def image_folder(tmp_path_factory):
+    "A small image folder (3 classes of 4 PNGs, 6 px) and the pixels of each file, keyed by relative path."
+    from PIL import Image
+    root = T.make_image_folder(tmp_path_factory.mktemp('fuzz_folder') / 'f', n_per_class=4, size=6)
+    pixels = {str(p.relative_to(root)): np.array(Image.open(p).convert('RGB')) for p in root.rglob('*.png')}
+    return root, pixels
+
+FOLDER_EDIT = st.sampled_from(['empty_class', 'hidden_dir', 'non_image', 'truncate', 'flip', 'empty_file', 'grey', 'odd_size',
+                               'names_ok', 'names_blank_lines', 'names_count', 'names_latin1', 'names_bom', 'names_twice',
+                               'templates_ok', 'templates_no_slot', 'templates_latin1', 'templates_empty', 'split_dirs'])
+
+def edit_folder(root: Path, pixels: dict, edit: str, where: float, bit: int):
+    "Apply one `edit` to the folder `root`; update `pixels` (relative path -> expected RGB array) and return what the names and templates must be."
+    from PIL import Image
+    files = sorted(pixels)
+    f = root / files[int(where * (len(files) - 1))]
+    names = templates = None
+    if edit == 'empty_class': (root / 'zzz').mkdir()
+    elif edit == 'hidden_dir': (root / '.thumbs').mkdir(); (root / '.thumbs' / 'a.png').write_bytes(b'x')
+    elif edit == 'non_image': (f.parent / 'notes.txt').write_text('not an image'); (f.parent / 'x.json').write_text('{}')
+    elif edit in ('truncate', 'flip', 'empty_file'):
+        raw = bytearray(f.read_bytes())
+        if edit == 'truncate': raw = raw[:int(where * len(raw))]
+        elif edit == 'flip': raw[min(int(where * len(raw)), len(raw) - 1)] ^= 1 << bit
+        else: raw = b''
+        f.write_bytes(bytes(raw))          # the pixels stay what they were: a damaged file must not decode to others
+    elif edit == 'grey':
+        a = (np.arange(36).reshape(6, 6) * 7 % 256).astype(np.uint8)
+        Image.fromarray(a, 'L').save(f); pixels[str(f.relative_to(root))] = np.repeat(a[:, :, None], 3, 2)
+    elif edit == 'odd_size':
+        a = np.full((9, 7, 3), 200, np.uint8); Image.fromarray(a).save(f.parent / 'odd.png')
+        pixels[str((f.parent / 'odd.png').relative_to(root))] = a
+    elif edit.startswith('names'):
+        body = dict(names_ok='navy\nlime\ncrimson\n', names_blank_lines='\n# sorted\nnavy\n\n lime \ncrimson\n\n',
+                    names_count='navy\nlime\n', names_twice='navy\nlime\nnavy\n')
+        raw = b'r\xe9d\ngreen\nblue\n' if edit == 'names_latin1' else b'\xef\xbb\xbfnavy\nlime\ncrimson\n' if edit == 'names_bom' \
+            else body[edit].encode()
+        (root / 'classnames.txt').write_bytes(raw)
+        names = ['navy', 'lime', 'crimson']
+    elif edit.startswith('templates'):
+        raw = dict(templates_ok=b'a {} square\nthe colour {}\n', templates_no_slot=b'a square\n', templates_empty=b'\n\n',
+                   templates_latin1=b'une {} \xe9toile\n')[edit]
+        (root / 'templates.txt').write_bytes(raw)
+        templates = ['a {} square', 'the colour {}']
+    elif edit == 'split_dirs':                           # train/ and test/ with the same class folders
+        for cls in ('blue', 'green', 'red'):
+            for i, q in enumerate(sorted((root / cls).iterdir())):      # three images to train, the rest to test
+                s = 'train' if i < 3 else 'test'
+                (root / s / cls).mkdir(parents=True, exist_ok=True)
+                rel = str(q.relative_to(root)); shutil.move(q, root / s / rel)
+                if rel in pixels: pixels[f'{s}/{rel}'] = pixels.pop(rel)
+            (root / cls).rmdir()
+    return names, templates
+
+@fast(50)
+@given(edits=st.lists(FOLDER_EDIT, min_size=1, max_size=2, unique=True), where=st.floats(0, 1), bit=st.integers(0, 7),
+       frac=st.sampled_from([0.25, 0.5, 0.0]), seed=st.integers(0, 3), size=st.sampled_from([None, None, 5]))
+@counted
+def test_folder_task(image_folder, edits, where, bit, frac, seed, size):
+    src, pixels0 = image_folder
+    with tempfile.TemporaryDirectory() as t:
+        root, pixels = Path(t) / 'f', dict(pixels0)
+        shutil.copytree(src, root)
+        names, templates = ['blue', 'green', 'red'], list(T.DEFAULT_TEMPLATES)
+        for e in edits:
+            n_, t_ = edit_folder(root, pixels, e, where, bit)
+            names, templates = n_ or names, t_ or templates
+        name = 'fuzz_folder'
+        ok, loader = outcome('register_folder_task', lambda: T.register_folder_task(name, root, overwrite=True, test_frac=frac,
+                                                                                     seed=seed, size=size, progress=False))
+        try:
+            if not ok: return
+            broken = set(edits) - ({'empty_class'} if 'split_dirs' in edits else set())   # train/ and test/ alone are read
+            assert not {'empty_class', 'names_count', 'names_latin1', 'names_twice', 'templates_no_slot', 'templates_latin1',
+                        'templates_empty'} & broken, f'{edits}: a broken folder was taken'
+            assert frac > 0 or 'split_dirs' in edits
+            ok_tr, tr = outcome('load_task', lambda: world.load_task(name, 'train'))
+            ok_te, te = outcome('load_task', lambda: world.load_task(name, 'test'))
+            if not (ok_tr and ok_te): return           # a damaged file or mixed sizes: named when it is decoded
+            assert tr.classnames == names and tr.templates == templates and tr.images.shape[1:] == (3,) + ((size,) * 2 if size else (6, 6))
+            want = Counter((bytes(T.as_uint8_images(torch.from_numpy(a).permute(2, 0, 1)[None], size)[0].numpy().tobytes()),
+                            ['blue', 'green', 'red'].index(Path(rel).parts[-2])) for rel, a in pixels.items())
+            assert pixel_pairs(tr, te) == want, f'{edits}: images lost, added, changed or relabelled'
+            again = T.folder_task(name, root, test_frac=frac, seed=seed, size=size, progress=False)
+            assert torch.equal(again('test').images, te.images), 'the split is not a function of the seed'
+        finally:
+            if name in world.USER_TASKS: world.unregister_task(name)
+
+
+class ListDataset:
+    "A torchvision-style dataset: (image, label) items, `classes`, and `targets` when given."
+    def __init__(self, items, classes=None, targets=None):
+        self.items = items
+        if classes is not None: self.classes = classes
+        if targets is not None: self.targets = targets
+    def __len__(self): return len(self.items)
+    def __getitem__(self, i): return self.items[i]
+
+@fast(40)
+@given(n=st.integers(0, 10), k=st.integers(1, 3), kind=st.sampled_from(['int', 'tensor', 'numpy', 'frac', 'neg', 'high', 'str', 'nan']),
+       form=st.sampled_from(['pil', 'hwc', 'chw', 'float', 'tensor']), classes=st.sampled_from(['attr', 'arg', 'none', 'string']),
+       targets=st.booleans(), with_test=st.booleans(), limit=st.sampled_from([None, 2, 0, 'x']))
+@counted
+def test_dataset_task(n, k, kind, form, classes, targets, with_test, limit):
+    from PIL import Image
+    rng = np.random.default_rng(n * 10 + k)
+    ys = [i % k for i in range(n)]
+    if n and kind != 'int': ys[0] = dict(tensor=torch.tensor(ys[0]), numpy=np.int64(ys[0]), frac=0.5, neg=-1, high=k, str='a',
+                                          nan=float('nan'))[kind]
+    def item(i):
+        a = rng.integers(0, 256, (5, 5, 3), dtype=np.uint8)
+        x = dict(pil=lambda: Image.fromarray(a), hwc=lambda: a, chw=lambda: a.transpose(2, 0, 1), float=lambda: a / 255.0,
+                 tensor=lambda: torch.from_numpy(a).permute(2, 0, 1))[form]()
+        return x, ys[i]
+    items, names = [item(i) for i in range(n)], ['c0', 'c1', 'c2'][:k]
+    ds = ListDataset(items, names if classes == 'attr' else None, ys if targets else None)
+    test = ListDataset([item(i) for i in range(n)], names if classes == 'attr' else None) if with_test else None
+    cn = names if classes == 'arg' else 'c0c1' if classes == 'string' else None
+    name = 'fuzz_dataset'
+    ok, loader = outcome('register_dataset_task', lambda: T.register_dataset_task(name, ds, test, classnames=cn, overwrite=True, limit=limit))
+    try:
+        if not ok: return
+        assert kind in ('int', 'tensor', 'numpy') and classes in ('attr', 'arg')
+        tr, te = world.load_task(name, 'train'), world.load_task(name, 'test')
+        assert tr.classnames == names and tr.images.dtype == torch.uint8 and tr.images.shape[1:] == (3, 5, 5)
+        for d in (tr, te): assert len(d) and 0 <= int(d.labels.min()) and int(d.labels.max()) < k
+        if limit is None and not with_test: assert len(tr) + len(te) == n
+        if limit is not None: assert len(tr) <= limit and len(te) <= limit
+    finally:
+        if name in world.USER_TASKS: world.unregister_task(name)
+
+
+@pytest.fixture(scope='module')
+def tiny_task():
+    "A registered task of 8 images (4 px), for loading it by name."
+    y = torch.arange(8) % 2
+    T.register_tensor_task('fuzz_tiny', torch.randint(0, 256, (8, 3, 4, 4), generator=torch.Generator().manual_seed(0),
+                                                       dtype=torch.uint8), y, ['a', 'b'], overwrite=True)
+    yield 'fuzz_tiny'
+    world.unregister_task('fuzz_tiny')
+
+TASK_NAME = st.one_of(st.sampled_from(world.list_tasks()[:2] + ['fuzz_tiny', 'FUZZ_TINY', ' fuzz_tiny', '', 'x/y', 'nope', None, 3,
+                                                               ['fuzz_tiny'], {'a': 1}, ('fuzz_tiny',)]),
+                      st.sampled_from(world.list_tasks()).map(str.upper), st.text(max_size=4))
+
+@fast(80)
+@given(name=TASK_NAME, split=st.sampled_from(['train', 'test', 'TRAIN', 'val', '', None, ['train'], 0]), n=N_ASKED)
+@counted
+def test_load_task(tiny_task, name, split, n):
+    if name in world.list_tasks() and (n is None or n == 10 ** 9): n = 4       # the world renders what it is asked: keep it small
+    ok, d = outcome('load_task', lambda: world.load_task(name, split, n))
+    if not ok:
+        assert isinstance(d, (KeyError, TypeError, ValueError))
+        return
+    assert isinstance(name, str) and (name in world.list_tasks() or name == tiny_task) and split in world.SPLITS
+    assert d.name == name and d.split == split and d.images.dtype == torch.uint8 and d.images.ndim == 4
+    assert len(d) == len(d.images) and 0 <= int(d.labels.min()) and int(d.labels.max()) < len(d.classnames)
+    if n is not None: assert len(d) == min(int(n), 6 if name == tiny_task and split == 'train' else 2 if name == tiny_task else n)
+    again = world.load_task(name, split, n)
+    assert torch.equal(again.images, d.images) and torch.equal(again.labels, d.labels), 'load_task is not deterministic'
+
+
+# --- grids --------------------------------------------------------------------------------------------------------
+@fast(60)
+@given(source=st.sampled_from(['world', 'tiny', 'test_split', 'name_tiny', 'object']), size=st.sampled_from([1, 5, 12]),
+       n_probes=st.one_of(st.integers(-1, 32), st.sampled_from([2.0, True, None, 'x', np.int64(3), float('nan')])),
+       seed=ANY_NUMBER, templates=TEMPLATES)
+@counted
+def test_make_grid(tiny_task, source, size, n_probes, seed, templates):
+    task = world.list_tasks()[-1]
+    data = dict(world=lambda: world.load_task(task, 'train', size), tiny=lambda: world.load_task(tiny_task, 'train'),
+                test_split=lambda: world.load_task(task, 'test', size), name_tiny=lambda: tiny_task, object=lambda: object())[source]()
+    ok, grid = outcome('make_grid', lambda: make_grid(data, n_probes, seed=seed, templates=templates))
+    if not ok: return
+    d = world.load_task(tiny_task, 'train') if source in ('tiny', 'name_tiny') else data
+    assert source in ('world', 'tiny', 'name_tiny') and isinstance(n_probes, int) and 1 <= n_probes <= len(d)
+    idx = grid.probe_index
+    assert grid.N == n_probes and len(set(idx.tolist())) == n_probes and int(idx.max()) < len(d) and int(idx.min()) >= 0
+    assert torch.equal(grid.images, d.images[idx]) and grid.classnames == d.classnames and grid.M == len(d.classnames)
+    tp = templates or d.templates
+    assert grid.prompts == [[t.replace('{}', str(c)) for t in tp] for c in d.classnames]
+    assert make_grid(data, n_probes, seed=seed, templates=templates).grid_hash == grid.grid_hash, 'the grid is not a function of the seed'
+
 # --- the count ----------------------------------------------------------------------------------------------------
 def test_zz_inputs_tried():
     "Runs last in this file: every property ran, and at least 2,000 inputs were tried in all."
