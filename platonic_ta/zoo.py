@@ -628,10 +628,17 @@ class Zoo:
     def base(self, family) -> DualEncoder: return load_base(family, self.path)
     def finetune(self, family, task, seed=0, base=None) -> DualEncoder: return load_finetune(family, task, seed, self.path, base)
 
+def _ft_records(path: Path, family: str) -> list:
+    "`[(record path, task, seed)]` of the fine-tunes in a zoo folder (other files in `ft/` are no fine-tune's)."
+    out = []
+    for p in sorted((Path(path) / family / 'ft').glob('*.json')):
+        task, _, seed = p.stem.rpartition('_s')
+        if task and seed.isascii() and seed.isdigit(): out.append((p, task, int(seed)))
+    return out
+
 def _scan(path: Path) -> Zoo:
     fams = [f for f in FAMILIES if base_path(path, f).with_suffix('.json').exists()]
-    fts = [p.stem.rsplit('_s', 1) for f in fams for p in (path / f / 'ft').glob('*.json')]
-    fts = [(t, int(s)) for t, *rest in fts for s in rest if t and s.isascii() and s.isdigit()]   # other files there are not fine-tunes
+    fts = [(t, s) for f in fams for _, t, s in _ft_records(path, f)]
     seeds = sorted({s for _, s in fts})
     tasks = sorted({t for t, _ in fts},
                    key=lambda t: list(world.TASKS).index(t) if t in world.TASKS else 99)
@@ -655,7 +662,7 @@ def stale_families(path: Path) -> dict:
         spec = meta.get('spec', {})
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
-        for p in sorted((Path(path) / fam / 'ft').glob('*.json')):
+        for p, _, _ in _ft_records(path, fam):
             try: ft = _record(p)
             except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; break
             if diff := _recipe_diff(ft.get('finetune', {}), finetune_recipe(fam).to_dict()):
