@@ -18,7 +18,7 @@ from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruption
 from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges, fold_operator,
                                        edit_record, weights_hash_of, load_edited, save_edited)
 from platonic_ta.composition import (OperatorBank, certificate, floored_ridge_grid, shuffled_descriptor,
-                                     consensus_descriptor, weight_space_sum)
+                                     consensus_descriptor, weight_space_sum, Sliders, make_sliders)
 from platonic_ta.adapter import edit_cells, lr_factor, load_adapter, fit_adapter
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)
@@ -360,6 +360,48 @@ def test_zoo_weight_files(fam, part, where, bit, truncate):
         assert not ok and isinstance(got, zoo.ArtifactError)
 
 
+@fast(60)
+@given(fam=st.sampled_from(zoo.MICRO['families']), task=st.sampled_from(zoo.MICRO['tasks'] + [None]), m=MUTATION,
+       stray=st.sampled_from([None, b'{}', b'\xff\xfe', b'[1, 2]', b'']))
+@counted
+def test_zoo_records(fam, task, m, stray):
+    "The micro zoo's fine-tunes and JSON records, damaged: refused (load_artifact) or named (stale_families), never taken."
+    from safetensors.torch import load_file
+    z = zoo.shipped_zoo_dir()
+    others = [t for t in zoo.MICRO['tasks'] if t != task]
+    src, other = (zoo.base_path(z, fam), zoo.base_path(z, next(f for f in zoo.MICRO['families'] if f != fam))) if task is None \
+        else (zoo.ft_path(z, fam, task), zoo.ft_path(z, fam, others[0]))
+    with tempfile.TemporaryDirectory() as t:
+        d = Path(t)
+        (d / fam / 'ft').mkdir(parents=True)
+        for p in [zoo.base_path(z, fam)] + [zoo.ft_path(z, fam, x) for x in zoo.MICRO['tasks']]:   # the records, for the scan
+            shutil.copy(p.with_suffix('.json'), d / p.relative_to(z).with_suffix('.json'))
+        dst = d / src.relative_to(z)
+        mutate(src, dst, m, other)
+        if stray is not None: (d / fam / 'ft' / 'notes.json').write_bytes(stray); (d / fam / 'ft' / 'a_sx.json').write_bytes(stray)
+        same = all(p.with_suffix(x).exists() and p.with_suffix(x).read_bytes() == src.with_suffix(x).read_bytes()
+                   for p in [dst] for x in ('.json', '.safetensors'))
+        ok, got = outcome('zoo.load_artifact', lambda: zoo.load_artifact(dst))
+        if ok:
+            ref = json.loads(src.with_suffix('.json').read_text())
+            tensors, meta = got
+            want = load_file(str(src.with_suffix('.safetensors')))
+            assert tensors.keys() == want.keys() and all(torch.equal(tensors[k], want[k]) for k in want), f'{m}: other weights taken'
+            assert all(meta.get(k) == v for k, v in ref.items() if k != 'digest'), f'{m}: another record taken'
+            assert same or 'digest' not in meta, f'{m}: a damaged file was taken'     # a flip in the key "digest" unseals it
+        else: assert isinstance(got, zoo.ArtifactError) and not same
+        ok, stale = outcome('zoo.stale_families', lambda: zoo.stale_families(d))
+        assert ok, stale
+        if same: assert stale == {}, stale
+        js = dst.with_suffix('.json')
+        if js.exists():
+            try: json.loads(js.read_bytes())
+            except ValueError: assert 'damaged' in stale.get(fam, '') or (task is None and m[0] == 'delete'), (m, stale)
+        ok, Z = outcome('zoo.get_zoo', lambda: zoo.get_zoo(str(d)))
+        if ok: assert Z.families == [fam] and set(Z.tasks) <= set(zoo.MICRO['tasks']) and Z.seeds == [0]
+        else: assert task is None and m[0] == 'delete' and m[1] == '.json'
+
+
 # --- composition --------------------------------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def scorer(saved):
@@ -417,6 +459,51 @@ def test_weight_space_sum(encs, coeffs):
     if ok:
         assert all(torch.isfinite(p).all() for p in m.model.state_dict().values() if p.is_floating_point())
         assert edit_record(m)[0]['kind'] == 'weight_space_sum'
+
+
+@pytest.fixture(scope='module')
+def sliders(saved, scorer):
+    return make_sliders(saved['bank'], scorer, ['s'], widget=True)
+
+SLIDER_VALUE = st.one_of(ANY_NUMBER, st.floats(-1, 5), st.sampled_from([0.0, 2.0, 4.0, 1e300, -1e300]))
+
+@fast(60)
+@given(alpha=SLIDER_VALUE, lam=SLIDER_VALUE, source=st.sampled_from(['s', 's', 'x', None]), target=st.sampled_from(['T', 'T', 'nope']),
+       negate=st.sampled_from(['TASK', None, 'nope']), via_widget=st.booleans())
+@counted
+def test_sliders(saved, scorer, sliders, alpha, lam, source, target, negate, via_widget):
+    "The α and λ callbacks, fed any value: the plain `update` and the widget's sliders."
+    import traitlets
+    task, bank = saved['task'], saved['bank']
+    tgt, neg = bank.target_id['name'] if target == 'T' else target, task if negate == 'TASK' else negate
+    num = lambda v: float(v.item() if hasattr(v, 'item') else v)
+    if via_widget:
+        w = sliders._w
+        for s_, v in ((w['alphas'][task], alpha), (w['lam'], lam)):
+            try: s_.value = v
+            except traitlets.TraitError: pass                 # the widget refuses what is no number
+        st_ = sliders.state()
+        a, l = st_['alphas'][task], st_['lam']
+        assert all(math.isnan(v) or lo <= v <= hi for v, lo, hi in ((a, 0, 2), (l, 0, 4))), st_
+        res = sliders.refresh()
+        if math.isnan(a) or math.isnan(l):
+            assert res is None and 'cannot score' in w['info'].value
+        else:
+            assert res is not None and res == sliders.update(st_) and 'ms' in w['info'].value
+            assert '<table>' in w['chart'].value
+        return
+    state = dict(target=tgt, source=source, alphas={task: alpha}, negate=neg, lam=lam)
+    ok, got = outcome('Sliders.update', lambda: sliders.update(state))
+    if ok:
+        a, l = num(alpha), num(lam)
+        want = {(source, task): a} if a else {}
+        if neg is not None and l: want[(source, neg)] = want.get((source, neg), 0.0) - l
+        acc, (rows, bars) = scorer.score(want), got
+        assert bars['tasks'] == scorer.tasks and bars['edited'] == [acc[t] for t in scorer.tasks] and all(0 <= v <= 1 for v in acc.values())
+        c = sum(want.values())
+        assert all(r['role'] == ('composed' if c > 0 else 'negated' if c < 0 else 'control') for r in rows if r['task'] == task)
+    ok, sl = outcome('Sliders', lambda: Sliders({tgt: scorer}, [source], [task], [task], alpha, lam))
+    if ok: assert sl.alpha == {task: num(alpha)} and sl.lam == num(lam) and math.isfinite(sl.lam + sl.alpha[task])
 
 
 # --- residuals ----------------------------------------------------------------------------------------------------
