@@ -33,7 +33,7 @@ def as_uint8_images(x, size: int | None = None) -> torch.Tensor:
     if t.is_floating_point():
         if t.numel() and (not torch.isfinite(t).all() or t.min() < 0 or t.max() > 1):
             raise ValueError('float images must be finite and in [0, 1]; pass uint8 images for 0-255 values')
-        t = (t * 255).round().to(torch.uint8)
+        t = (t.double() * 255).round().to(torch.uint8)      # in float64: exact for float16 and float32 pixels
     elif t.dtype != torch.uint8: raise TypeError(f'images must be uint8 or float in [0, 1], got {t.dtype}')
     t = t[:, :3] if t.shape[1] == 4 else t.expand(-1, 3, -1, -1) if t.shape[1] == 1 else t
     if size is not None:
