@@ -1,6 +1,7 @@
 """Property-based tests (hypothesis) over the public functions and file loaders of descriptors, factorization,
-composition, adapter and residuals: random shapes, dtypes, NaN/Inf, empty inputs, odd numbers, truncated and
-bit-flipped files. Each call gives a correct result or a documented error raised by the library itself (never a
+composition, adapter and residuals, task loading (tensors, image folders, datasets, load_task), grids, the α/λ
+sliders and the zoo's files: random shapes, dtypes, NaN/Inf, empty inputs, odd numbers and names, truncated and
+bit-flipped files, damaged image folders. Each call gives a correct result or a documented error raised by the library itself (never a
 crash inside torch, never a silently wrong value). The number of inputs tried is printed at the end of the run."""
 import copy, json, math, shutil, tempfile, warnings
 from collections import Counter
@@ -534,22 +535,28 @@ def test_residuals(U1, U2, U3, x, y, m):
 from platonic_ta import tasks as T
 
 @fast(80)
-@given(n=st.integers(0, 3), layout=st.sampled_from(['nchw', 'nhwc', 'nhw', 'hw', 'nchwx']), c=st.sampled_from([1, 3, 4, 2]),
-       h=st.integers(0, 5), w=st.integers(1, 5), dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64,
-                                                                         torch.float16, torch.int64, torch.bool]),
-       bad=ENTRY, spoil=st.booleans(), size=st.sampled_from([None, 1, 3, 4, 0, -2, 2.5, float('nan'), 'x', 5000]),
-       as_numpy=st.booleans(), seed=st.integers(0, 2 ** 31))
+@given(n=st.integers(0, 3), layout=st.sampled_from(['nchw', 'nhwc', 'nhw']), c=st.sampled_from([1, 3, 4]), h=st.integers(1, 5),
+       w=st.integers(1, 5), dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64, torch.float16]),
+       size=st.sampled_from([None, None, 1, 3, 4]), seed=st.integers(0, 2 ** 31), as_numpy=st.booleans(),
+       spoil=st.sampled_from([None] * 4 + ['shape', 'dtype', 'value', 'size']), bad_layout=st.sampled_from(['hw', 'nchwx', 'zero', 'channels']),
+       bad_c=st.sampled_from([2, 5, 0]), bad_dtype=st.sampled_from([torch.int64, torch.bool, torch.int8]), bad=ENTRY,
+       bad_size=st.sampled_from([0, -2, 2.5, float('nan'), 'x', 5000]))
 @counted
-def test_as_uint8_images(n, layout, c, h, w, dtype, bad, spoil, size, as_numpy, seed):
+def test_as_uint8_images(n, layout, c, h, w, dtype, size, seed, as_numpy, spoil, bad_layout, bad_c, bad_dtype, bad, bad_size):
+    "Images in any layout and dtype: one thing at a time spoilt (the shape, the dtype, a value or the size)."
+    if spoil == 'shape':
+        layout, c, h = dict(zero=(layout, c, 0), channels=('nchw', bad_c, h)).get(bad_layout, (bad_layout, c, h))
+    dtype, size = bad_dtype if spoil == 'dtype' else dtype, bad_size if spoil == 'size' else size
     g = torch.Generator().manual_seed(seed)
     shape = dict(nchw=(n, c, h, w), nhwc=(n, h, w, c), nhw=(n, h, w), hw=(h, w), nchwx=(n, c, h, w, 1))[layout]
     x = torch.rand(shape, generator=g, dtype=torch.float64)
-    if spoil and x.numel(): x.view(-1)[0] = bad
+    if spoil == 'value' and x.numel() and dtype.is_floating_point: x.view(-1)[0] = bad if math.isfinite(bad) and abs(bad) > 1 else float('nan')
     x = (x * 255).to(dtype) if dtype in (torch.uint8, torch.int64) else x > 0.5 if dtype == torch.bool else x.to(dtype)
     ok, out = outcome('as_uint8_images', lambda: T.as_uint8_images(x.numpy() if as_numpy and dtype != torch.float16 else x, size))
     if not ok: return
     assert out.dtype == torch.uint8 and out.ndim == 4 and out.shape[:2] == (n, 3) and 0 not in out.shape[2:]
-    assert dtype in (torch.uint8, torch.float32, torch.float64, torch.float16), f'{dtype} images taken'
+    assert spoil in (None, 'shape') or (spoil == 'value' and not (x.numel() and dtype.is_floating_point)), f'{spoil}: taken'
+    assert spoil != 'shape' or (bad_layout == 'channels' and w in (1, 3, 4)), 'a shape without channels taken'   # (read channels last)
     if size is not None: assert tuple(out.shape[-2:]) == (size, size)
     first = x[:, None] if layout == 'nhw' else x
     if layout == 'nchw' and c == 3 and size is None:    # unambiguous: the same pixels, as uint8
@@ -588,13 +595,18 @@ FRACS = st.sampled_from([0.25, 0.5, 0.9, 0.0, 1.0, float('nan'), '0.3', None])
 N_ASKED = st.sampled_from([None, 1, 2, 3.0, 2.5, 0, -1, 10 ** 9, True, 'x', float('nan'), np.int64(2)])
 
 @fast(60)
-@given(n=st.integers(0, 14), k=st.integers(1, 4), kind=LABEL_KIND, names=NAMES, templates=TEMPLATES, frac=FRACS,
-       seed=st.sampled_from([0, 1, 2 ** 40, -1, 1.5]), split=st.sampled_from(['train', 'test', 'val', None]), asked=N_ASKED,
-       float_images=st.booleans())
+@given(n=st.integers(0, 14), k=st.integers(1, 4), spoil=st.sampled_from(['none'] * 4 + ['labels', 'names', 'templates', 'frac', 'seed']),
+       kind=LABEL_KIND, names=NAMES, templates=TEMPLATES, frac=FRACS, seed=st.sampled_from([-1, 1.5, 2 ** 64, 'x']),
+       split=st.sampled_from(['train', 'test', 'val', None]), asked=N_ASKED, float_images=st.booleans())
 @counted
-def test_tensor_task(n, k, kind, names, templates, frac, seed, split, asked, float_images):
+def test_tensor_task(n, k, spoil, kind, names, templates, frac, seed, split, asked, float_images):
+    "Images and labels in memory as a task: one input at a time spoilt (labels, names, templates, test_frac or seed)."
     g = torch.Generator().manual_seed(n * 31 + k)
     images = torch.rand(n, 4, 4, 3, generator=g) if float_images else torch.randint(0, 256, (n, 3, 4, 4), generator=g, dtype=torch.uint8)
+    kind = kind if spoil == 'labels' else 'ok'
+    names = names if spoil == 'names' else ['cat', 'dog', 'eel', 'fox']
+    templates, frac = templates if spoil == 'templates' else None, frac if spoil == 'frac' else 0.25
+    seed = seed if spoil == 'seed' else n % 3
     labels, names = spoilt_labels(n, k, kind), names if isinstance(names, str) else names[:k]
     name = 'fuzz_tensors'
     ok, loader = outcome('register_tensor_task', lambda: T.register_tensor_task(name, images, labels, names, templates, overwrite=True,
@@ -602,7 +614,7 @@ def test_tensor_task(n, k, kind, names, templates, frac, seed, split, asked, flo
     try:
         if not ok: return
         assert kind in ('ok', 'float', 'column') and n >= 2 * k and isinstance(names, list) and len(set(map(str, names))) == k
-        assert 0 < float(frac) < 1
+        assert 0 < float(frac) < 1 and spoil != 'seed' and (templates is None or all('{}' in t for t in templates))
         tr, te = world.load_task(name, 'train'), world.load_task(name, 'test')
         want = pixel_pairs(world.TaskData(name, 'all', T.as_uint8_images(images), torch.as_tensor(np.asarray(labels)).flatten().long(), [], []))
         assert pixel_pairs(tr, te) == want, 'the splits lose, add or relabel images'
@@ -621,10 +633,12 @@ def test_tensor_task(n, k, kind, names, templates, frac, seed, split, asked, flo
 
 
 @fast(60)
-@given(labels=st.one_of(st.lists(st.integers(-1, 4), max_size=14), st.lists(st.sampled_from([0, 1, 2.0, 0.5, float('nan')]), max_size=8)),
-       as_tensor=st.booleans(), frac=ANY_NUMBER, seed=ANY_NUMBER)
+@given(labels=st.lists(st.integers(0, 4), min_size=1, max_size=7).map(lambda y: y + y[::-1]), odd=st.lists(st.sampled_from([-1, 0, 1, 2.0, 0.5, float('nan')]), max_size=8),
+       as_tensor=st.booleans(), frac=st.floats(0.01, 0.99), seed=st.integers(0, 2 ** 63 - 1), spoil=st.sampled_from([None] * 3 + ['labels', 'frac', 'seed']),
+       bad=ANY_NUMBER)
 @counted
-def test_stratified_split(labels, as_tensor, frac, seed):
+def test_stratified_split(labels, odd, as_tensor, frac, seed, spoil, bad):
+    labels, frac, seed = odd if spoil == 'labels' else labels, bad if spoil == 'frac' else frac, bad if spoil == 'seed' else seed
     y = torch.tensor(labels) if as_tensor and labels else labels
     ok, sp = outcome('stratified_split', lambda: T.stratified_split(y, frac, seed))
     if not ok: return
@@ -738,9 +752,9 @@ class ListDataset:
     def __getitem__(self, i): return self.items[i]
 
 @fast(40)
-@given(n=st.integers(0, 10), k=st.integers(1, 3), kind=st.sampled_from(['int', 'tensor', 'numpy', 'frac', 'neg', 'high', 'str', 'nan']),
-       form=st.sampled_from(['pil', 'hwc', 'chw', 'float', 'tensor']), classes=st.sampled_from(['attr', 'arg', 'none', 'string']),
-       targets=st.booleans(), with_test=st.booleans(), limit=st.sampled_from([None, 2, 0, 'x']))
+@given(n=st.integers(0, 10), k=st.integers(1, 3), kind=st.sampled_from(['int'] * 3 + ['tensor', 'numpy', 'frac', 'neg', 'high', 'str', 'nan']),
+       form=st.sampled_from(['pil', 'hwc', 'chw', 'float', 'tensor']), classes=st.sampled_from(['attr', 'arg', 'attr', 'arg', 'none', 'string']),
+       targets=st.booleans(), with_test=st.booleans(), limit=st.sampled_from([None, None, 2, 0, 'x']))
 @counted
 def test_dataset_task(n, k, kind, form, classes, targets, with_test, limit):
     from PIL import Image
@@ -803,11 +817,14 @@ def test_load_task(tiny_task, name, split, n):
 
 # --- grids --------------------------------------------------------------------------------------------------------
 @fast(60)
-@given(source=st.sampled_from(['world', 'tiny', 'test_split', 'name_tiny', 'object']), size=st.sampled_from([1, 5, 12]),
-       n_probes=st.one_of(st.integers(-1, 32), st.sampled_from([2.0, True, None, 'x', np.int64(3), float('nan')])),
-       seed=ANY_NUMBER, templates=TEMPLATES)
+@given(source=st.sampled_from(['world', 'world', 'tiny', 'name_tiny', 'test_split', 'object']), size=st.sampled_from([1, 5, 12]),
+       n_probes=st.integers(1, 12), seed=st.integers(0, 2 ** 63 - 1), templates=st.sampled_from([None, ['a {} thing', 'the {}']]),
+       spoil=st.sampled_from([None] * 4 + ['n_probes', 'seed', 'templates']), bad_seed=ANY_NUMBER, bad_templates=TEMPLATES,
+       bad_n=st.sampled_from([0, -1, 13, 2.0, True, None, 'x', np.int64(3), float('nan'), 10 ** 6]))
 @counted
-def test_make_grid(tiny_task, source, size, n_probes, seed, templates):
+def test_make_grid(tiny_task, source, size, n_probes, seed, templates, spoil, bad_seed, bad_templates, bad_n):
+    seed, templates = bad_seed if spoil == 'seed' else seed, bad_templates if spoil == 'templates' else templates
+    n_probes = bad_n if spoil == 'n_probes' else n_probes
     task = world.list_tasks()[-1]
     data = dict(world=lambda: world.load_task(task, 'train', size), tiny=lambda: world.load_task(tiny_task, 'train'),
                 test_split=lambda: world.load_task(task, 'test', size), name_tiny=lambda: tiny_task, object=lambda: object())[source]()
@@ -828,6 +845,7 @@ def test_zz_inputs_tried():
     total = sum(COUNTS.values())
     print(f'\nhypothesis: {sum(EXAMPLES.values())} inputs generated, {total} calls tried over {len(COUNTS)} functions and loaders')
     wanted = {'check_number', 'solve_operator', 'Descriptor.load', 'OperatorBank.load', 'load_adapter',
-              'Scorer.score_theta', 'certificate', 'EmbeddingCache', 'shared_component', 'fold_operator'}
+              'Scorer.score_theta', 'certificate', 'EmbeddingCache', 'shared_component', 'fold_operator',
+              'register_folder_task', 'register_tensor_task', 'load_task', 'make_grid', 'Sliders.update', 'zoo.stale_families'}
     if not wanted <= set(COUNTS): pytest.skip('part of the property suite was deselected')
     assert sum(EXAMPLES.values()) >= 2000 and total >= 2000, (EXAMPLES, COUNTS)
