@@ -19,15 +19,21 @@ __all__ = ['IMAGE_EXTS', 'DEFAULT_TEMPLATES', 'as_uint8_images', 'FolderSource',
 # %% ../nbs/00b_tasks.ipynb #1f963a41
 def as_uint8_images(x, size: int | None = None) -> torch.Tensor:
     "uint8 `(n, 3, S, S)` images from uint8 or [0, 1] float `(n, H, W)`, `(n, C, H, W)` or `(n, H, W, C)` (C in 1, 3, 4; channels first when axis 1 fits)."
-    t = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x.detach().cpu()
+    if isinstance(x, torch.Tensor): t = x.detach().cpu()
+    else:
+        try: a = np.asarray(x); t = torch.as_tensor(a if a.flags.writeable else a.copy())   # (PIL's arrays are read-only)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise TypeError(f'images must be an array of numbers (uint8, or float in [0, 1]) of one shape; '
+                            f'got a {type(x).__name__} numpy cannot turn into one ({e})') from e
     if t.ndim == 3: t = t[:, None]
     if t.ndim != 4: raise ValueError(f'images must be (n, H, W), (n, H, W, C) or (n, C, H, W); got shape {tuple(t.shape)}')
     if t.shape[1] not in (1, 3, 4) and t.shape[-1] in (1, 3, 4): t = t.permute(0, 3, 1, 2)
     if t.shape[1] not in (1, 3, 4): raise ValueError(f'images of shape {tuple(t.shape)} have no channel axis of 1, 3 or 4')
+    if 0 in t.shape[-2:]: raise ValueError(f'images of shape {tuple(t.shape)} have a side of 0 pixels: pass images of at least 1×1')
     if t.is_floating_point():
-        if not torch.isfinite(t).all() or t.min() < 0 or t.max() > 1:
+        if t.numel() and (not torch.isfinite(t).all() or t.min() < 0 or t.max() > 1):
             raise ValueError('float images must be finite and in [0, 1]; pass uint8 images for 0-255 values')
-        t = (t * 255).round().to(torch.uint8)
+        t = (t.double() * 255).round().to(torch.uint8)      # in float64: exact for float16 and float32 pixels
     elif t.dtype != torch.uint8: raise TypeError(f'images must be uint8 or float in [0, 1], got {t.dtype}')
     t = t[:, :3] if t.shape[1] == 4 else t.expand(-1, 3, -1, -1) if t.shape[1] == 1 else t
     if size is not None:
@@ -42,9 +48,52 @@ IMAGE_EXTS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif', '.webp', '.tif', '.tiff',
 DEFAULT_TEMPLATES = ['a photo of a {}.', 'an image of a {}.']
 
 def _lines(path: Path) -> list:
-    return [s.strip() for s in path.read_text().splitlines() if s.strip() and not s.lstrip().startswith('#')]
+    "The non-blank lines of a text file that are not `#` comments, stripped."
+    try: text = path.read_bytes().decode('utf-8-sig')
+    except UnicodeDecodeError as e:
+        raise ValueError(f'{path} is not UTF-8 text ({e}): save it as UTF-8, one entry per line') from e
+    return [s.strip() for s in text.splitlines() if s.strip() and not s.lstrip().startswith('#')]
+
+def _check_classnames(classnames, where: str = 'classnames') -> list:
+    "A list of distinct, non-blank class names (as strings), or a clear error."
+    if isinstance(classnames, (str, bytes)):
+        raise TypeError(f'{where}: pass a list of class names, one per class, not the single string {classnames!r}')
+    names = [str(c) for c in classnames]
+    blank = [i for i, c in enumerate(names) if not c.strip()]
+    if blank: raise ValueError(f'{where}: class names at positions {blank} are blank: give every class a name')
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice: raise ValueError(f'{where}: class names {twice} appear more than once: give each class its own name')
+    return names
+
+def _check_labels(labels, n_classes: int | None = None, where: str = 'labels') -> torch.Tensor:
+    "int64 labels, one per image, from whole numbers in `0..n_classes-1` (a flat list or an `(n,)`/`(n, 1)` array)."
+    if isinstance(labels, torch.Tensor): t = labels.detach().cpu()
+    else:
+        try: a = np.asarray(labels)
+        except (TypeError, ValueError) as e: raise TypeError(f'{where} must be a flat list of class indices ({e})') from e
+        if a.dtype.kind not in 'iuf':
+            raise TypeError(f'{where} must be whole numbers (class indices 0, 1, ...), got an array of {a.dtype}')
+        t = torch.as_tensor(a.astype(np.float64) if a.dtype.kind == 'u' and a.dtype.itemsize > 4 else a)
+    if t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f'{where} must be whole numbers (class indices 0, 1, ...), got {t.dtype}')
+    if t.dtype in (torch.uint16, torch.uint32, torch.uint64): t = t.double()
+    if t.ndim == 2 and t.shape[1] == 1: t = t[:, 0]
+    if t.ndim != 1: raise ValueError(f'{where} must be a flat list with one class index per image, got shape {tuple(t.shape)}')
+    if t.is_floating_point() and t.numel():
+        t = t.double()
+        if not torch.isfinite(t).all() or not (t == t.round()).all():
+            raise ValueError(f'{where} must be whole numbers (class indices 0, 1, ...), got values such as '
+                             f'{t[~torch.isfinite(t) | (t != t.round())][0].item()}')
+    if t.numel():
+        lo, hi = t.min().item(), t.max().item()
+        top = '' if n_classes is None else f'..{n_classes - 1}, one per class name'
+        if lo < 0 or (n_classes is not None and hi >= n_classes):
+            raise ValueError(f'{where} must lie in 0{top or " or above"}; got {lo:g}..{hi:g}')
+    return t.long()
 
 def _check_templates(templates, where: str) -> list:
+    if isinstance(templates, (str, bytes)):
+        raise TypeError(f"{where}: pass a list of prompt templates such as ['a photo of a {{}}.'], not one string")
     templates = list(templates)
     bad = [t for t in templates if not isinstance(t, str) or t.count('{}') != 1]
     if not templates or bad:
@@ -70,7 +119,8 @@ class FolderSource:
         self.labels = torch.tensor(labels, dtype=torch.long)
         cn_file, tp_file = self.root / 'classnames.txt', self.root / 'templates.txt'
         if classnames is None and cn_file.exists(): classnames = _lines(cn_file)
-        self.classnames = list(classnames) if classnames is not None else [d.name.replace('_', ' ') for d in dirs]
+        self.classnames = _check_classnames(classnames if classnames is not None else [d.name.replace('_', ' ') for d in dirs],
+                                            str(cn_file) if cn_file.exists() else 'classnames')
         if len(self.classnames) != len(dirs):
             raise ValueError(f'{len(self.classnames)} class names for {len(dirs)} class folders ({", ".join(d.name for d in dirs)}): '
                              f'give one name per class folder, in sorted folder order'
@@ -97,14 +147,11 @@ class TensorSource:
     "Images (any layout `as_uint8_images` takes) and integer labels in memory."
     def __init__(self, images, labels, classnames: Sequence[str], templates: Sequence[str] | None = None):
         self.images = as_uint8_images(images)
-        self.labels = torch.as_tensor(np.asarray(labels)).long().flatten()
+        self.classnames = _check_classnames(classnames)
+        self.labels = _check_labels(labels, len(self.classnames))
         if len(self.images) != len(self.labels):
             raise ValueError(f'{len(self.images)} images for {len(self.labels)} labels: give one label per image')
-        self.classnames = [str(c) for c in classnames]
         self.templates = _check_templates(templates or DEFAULT_TEMPLATES, 'templates')
-        if len(self.labels) and (int(self.labels.min()) < 0 or int(self.labels.max()) >= len(self.classnames)):
-            raise ValueError(f'labels must lie in 0..{len(self.classnames) - 1}, one per class name; '
-                             f'got {int(self.labels.min())}..{int(self.labels.max())}')
     def __len__(self): return len(self.labels)
     def image(self, i: int) -> torch.Tensor: return self.images[i]
 
@@ -116,15 +163,14 @@ class DatasetSource:
             raise TypeError(f'a dataset needs len() and [i] -> (image, label); {type(dataset).__name__} lacks them')
         self.dataset = dataset
         targets = getattr(dataset, 'targets', None)
-        if targets is not None and len(targets) == len(dataset): labels = [int(y) for y in targets]
-        else: labels = [int(dataset[i][1]) for i in tqdm(range(len(dataset)), desc='labels', disable=not progress)]
-        self.labels = torch.tensor(labels, dtype=torch.long)
+        if targets is None or len(targets) != len(dataset):
+            targets = [dataset[i][1] for i in tqdm(range(len(dataset)), desc='labels', disable=not progress)]
         classnames = classnames if classnames is not None else getattr(dataset, 'classes', None)
         if classnames is None: raise ValueError('the dataset has no `classes`: pass classnames=[one name per label]')
-        self.classnames = [str(c) for c in classnames]
+        self.classnames = _check_classnames(classnames)
+        self.labels = _check_labels([y.item() if hasattr(y, 'item') else y for y in targets], len(self.classnames),
+                                    'the dataset\'s labels')
         self.templates = _check_templates(templates or DEFAULT_TEMPLATES, 'templates')
-        if len(self.labels) and int(self.labels.max()) >= len(self.classnames):
-            raise ValueError(f'labels go up to {int(self.labels.max())} but there are {len(self.classnames)} class names')
     def __len__(self): return len(self.labels)
     def image(self, i: int) -> torch.Tensor:
         x = self.dataset[i][0]
@@ -136,6 +182,8 @@ def stratified_split(labels: torch.Tensor, test_frac: float, seed: int = 0, clas
     "`{'train': idx, 'test': idx}`: each class split by a seeded permutation, at least one image per class on each side."
     test_frac = check_number(test_frac, 'test_frac', 0, 1, lo_open=True, hi_open=True, hint='the share of images held out for testing')
     g = torch.Generator().manual_seed(check_seed(seed))
+    labels = _check_labels(labels, None if classnames is None else len(classnames))
+    if not len(labels): raise ValueError('no images to split: the source is empty; add images to it')
     out = {'train': [], 'test': []}
     for y in labels.unique().tolist():
         idx = (labels == y).nonzero().flatten()
@@ -173,6 +221,7 @@ class SourceTask:
             g = torch.Generator().manual_seed(self.seed * 2 + SPLITS.index(s))
             self.index[s] = idx[torch.randperm(len(idx), generator=g)]
             if limit is not None: self.index[s] = self.index[s][:check_count(limit, 'limit', 1)]
+            if not len(self.index[s]): raise ValueError(f'task {name!r}: its {s} split holds no image; add images to it')
             missing = sorted(set(range(len(self.classnames))) - set(self.sources[s].labels[self.index[s]].tolist()))
             if missing and s == 'train':
                 raise ValueError(f'task {name!r}: its training split has no image of class(es) '
@@ -198,8 +247,8 @@ class SourceTask:
         return torch.cat(self._done[split])[:n]
 
     def __call__(self, split: str, n: int | None = None) -> TaskData:
-        if split not in self.index: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
-        n = len(self.index[split]) if n is None else min(int(n), len(self.index[split]))
+        if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
+        n = len(self.index[split]) if n is None else min(check_count(n, 'n', 1, hint='a number of images'), len(self.index[split]))
         imgs = self._decode(split, n)
         labels = self.sources[split].labels[self.index[split][:n]].clone()
         return TaskData(self.name, split, imgs, labels, list(self.classnames), list(self.templates))
@@ -214,7 +263,10 @@ def folder_task(name: str, folder, test_frac: float = 0.25, seed: int = 0, size:
     "The loader of an ImageFolder-style directory (with `train/` and `test/` subfolders, or split by `test_frac`)."
     folder = Path(folder)
     if (folder / 'train').is_dir() and (folder / 'test').is_dir():
-        splits = {s: FolderSource(folder / s, classnames, templates) for s in SPLITS}
+        def beside(arg, fname, sub):   # a classnames.txt / templates.txt beside train/ and test/ serves both
+            return _lines(folder / fname) if arg is None and not (sub / fname).exists() and (folder / fname).exists() else arg
+        splits = {s: FolderSource(folder / s, beside(classnames, 'classnames.txt', folder / s),
+                                  beside(templates, 'templates.txt', folder / s)) for s in SPLITS}
         return SourceTask(name, splits=splits, seed=seed, size=size, batch=batch, limit=limit, progress=progress)
     return SourceTask(name, FolderSource(folder, classnames, templates), test_frac, seed, size, batch=batch, limit=limit, progress=progress)
 

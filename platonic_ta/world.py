@@ -403,7 +403,7 @@ def list_tasks(controls: bool | None = None) -> list:
     return [n for n, t in TASKS.items() if t.role == ('control' if controls else 'edit')]
 
 def _check_task(name, split):
-    if name not in TASKS and name not in USER_TASKS:
+    if not isinstance(name, str) or (name not in TASKS and name not in USER_TASKS):   # a list or dict is no name either
         raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}'
                        + (f', and the registered {list(USER_TASKS)}' if USER_TASKS else '')
                        + '; register a task of your own with world.register_task(name, loader)')

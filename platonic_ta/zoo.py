@@ -454,14 +454,20 @@ def _clear_leftovers(path: Path):
 
 class ArtifactError(RuntimeError): "A zoo file is missing, truncated or corrupt."
 
+def _record(js: Path) -> dict:
+    "The JSON object in an artefact's record `js`; ArtifactError if it is not one."
+    try: meta = json.loads(Path(js).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
+    if not isinstance(meta, dict): raise ArtifactError(f'{js} holds a JSON {type(meta).__name__}, not the record of a zoo file')
+    return meta
+
 def load_artifact(path: Path) -> tuple:
     "(tensors, meta) of a verified artefact; ArtifactError if missing or corrupt."
     from safetensors.torch import load_file
     path = Path(path)
     st, js = path.with_suffix('.safetensors'), path.with_suffix('.json')
     if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {path.parent}')
-    try: meta = json.loads(js.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
+    meta = _record(js)
     if 'digest' in meta and _sealed(meta)['digest'] != meta['digest']:
         raise ArtifactError(f'{js} does not match its own digest: it was damaged or edited by hand')
     if meta.get('sha256') != _sha256(st): raise ArtifactError(f'{st} does not match the sha256 in {js.name} (truncated or corrupt)')
@@ -622,11 +628,20 @@ class Zoo:
     def base(self, family) -> DualEncoder: return load_base(family, self.path)
     def finetune(self, family, task, seed=0, base=None) -> DualEncoder: return load_finetune(family, task, seed, self.path, base)
 
+def _ft_records(path: Path, family: str) -> list:
+    "`[(record path, task, seed)]` of the fine-tunes in a zoo folder (other files in `ft/` are no fine-tune's)."
+    out = []
+    for p in sorted((Path(path) / family / 'ft').glob('*.json')):
+        task, _, seed = p.stem.rpartition('_s')
+        if task and seed.isascii() and seed.isdigit(): out.append((p, task, int(seed)))
+    return out
+
 def _scan(path: Path) -> Zoo:
     fams = [f for f in FAMILIES if base_path(path, f).with_suffix('.json').exists()]
-    tasks = sorted({p.stem.rsplit('_s', 1)[0] for f in fams for p in (path / f / 'ft').glob('*.json')},
+    fts = [(t, s) for f in fams for _, t, s in _ft_records(path, f)]
+    seeds = sorted({s for _, s in fts})
+    tasks = sorted({t for t, _ in fts},
                    key=lambda t: list(world.TASKS).index(t) if t in world.TASKS else 99)
-    seeds = sorted({int(p.stem.rsplit('_s', 1)[1]) for f in fams for p in (path / f / 'ft').glob('*.json')})
     return Zoo(path, fams, tasks, seeds or [0])
 
 def _recipe_diff(got: dict, want: dict, skip=()) -> str:
@@ -639,15 +654,18 @@ def stale_families(path: Path) -> dict:
     "{family: why} for the families in a zoo folder whose world or recorded recipe (pretraining spec, fine-tune settings) is not today's."
     out = {}
     for fam in _scan(Path(path)).families:
-        meta = json.loads(base_path(path, fam).with_suffix('.json').read_text())
+        try: meta = _record(base_path(path, fam).with_suffix('.json'))
+        except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; continue
         if meta.get('world') != world.fingerprint():
             out[fam] = f"built on another world (fingerprint {meta.get('world')}, today's {world.fingerprint()}: tasks, words or captions changed)"
             continue
         spec = meta.get('spec', {})
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
-        for p in sorted((Path(path) / fam / 'ft').glob('*.json')):
-            if diff := _recipe_diff(json.loads(p.read_text()).get('finetune', {}), finetune_recipe(fam).to_dict()):
+        for p, _, _ in _ft_records(path, fam):
+            try: ft = _record(p)
+            except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; break
+            if diff := _recipe_diff(ft.get('finetune', {}), finetune_recipe(fam).to_dict()):
                 out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
     return out
 

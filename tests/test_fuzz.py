@@ -1,6 +1,7 @@
 """Property-based tests (hypothesis) over the public functions and file loaders of descriptors, factorization,
-composition, adapter and residuals: random shapes, dtypes, NaN/Inf, empty inputs, odd numbers, truncated and
-bit-flipped files. Each call gives a correct result or a documented error raised by the library itself (never a
+composition, adapter and residuals, task loading (tensors, image folders, datasets, load_task), grids, the α/λ
+sliders and the zoo's files: random shapes, dtypes, NaN/Inf, empty inputs, odd numbers and names, truncated and
+bit-flipped files, damaged image folders. Each call gives a correct result or a documented error raised by the library itself (never a
 crash inside torch, never a silently wrong value). The number of inputs tried is printed at the end of the run."""
 import copy, json, math, shutil, tempfile, warnings
 from collections import Counter
@@ -18,7 +19,7 @@ from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruption
 from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges, fold_operator,
                                        edit_record, weights_hash_of, load_edited, save_edited)
 from platonic_ta.composition import (OperatorBank, certificate, floored_ridge_grid, shuffled_descriptor,
-                                     consensus_descriptor, weight_space_sum)
+                                     consensus_descriptor, weight_space_sum, Sliders, make_sliders)
 from platonic_ta.adapter import edit_cells, lr_factor, load_adapter, fit_adapter
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)
@@ -360,6 +361,48 @@ def test_zoo_weight_files(fam, part, where, bit, truncate):
         assert not ok and isinstance(got, zoo.ArtifactError)
 
 
+@fast(60)
+@given(fam=st.sampled_from(zoo.MICRO['families']), task=st.sampled_from(zoo.MICRO['tasks'] + [None]), m=MUTATION,
+       stray=st.sampled_from([None, b'{}', b'\xff\xfe', b'[1, 2]', b'']))
+@counted
+def test_zoo_records(fam, task, m, stray):
+    "The micro zoo's fine-tunes and JSON records, damaged: refused (load_artifact) or named (stale_families), never taken."
+    from safetensors.torch import load_file
+    z = zoo.shipped_zoo_dir()
+    others = [t for t in zoo.MICRO['tasks'] if t != task]
+    src, other = (zoo.base_path(z, fam), zoo.base_path(z, next(f for f in zoo.MICRO['families'] if f != fam))) if task is None \
+        else (zoo.ft_path(z, fam, task), zoo.ft_path(z, fam, others[0]))
+    with tempfile.TemporaryDirectory() as t:
+        d = Path(t)
+        (d / fam / 'ft').mkdir(parents=True)
+        for p in [zoo.base_path(z, fam)] + [zoo.ft_path(z, fam, x) for x in zoo.MICRO['tasks']]:   # the records, for the scan
+            shutil.copy(p.with_suffix('.json'), d / p.relative_to(z).with_suffix('.json'))
+        dst = d / src.relative_to(z)
+        mutate(src, dst, m, other)
+        if stray is not None: (d / fam / 'ft' / 'notes.json').write_bytes(stray); (d / fam / 'ft' / 'a_sx.json').write_bytes(stray)
+        same = all(p.with_suffix(x).exists() and p.with_suffix(x).read_bytes() == src.with_suffix(x).read_bytes()
+                   for p in [dst] for x in ('.json', '.safetensors'))
+        ok, got = outcome('zoo.load_artifact', lambda: zoo.load_artifact(dst))
+        if ok:
+            ref = json.loads(src.with_suffix('.json').read_text())
+            tensors, meta = got
+            want = load_file(str(src.with_suffix('.safetensors')))
+            assert tensors.keys() == want.keys() and all(torch.equal(tensors[k], want[k]) for k in want), f'{m}: other weights taken'
+            assert all(meta.get(k) == v for k, v in ref.items() if k != 'digest'), f'{m}: another record taken'
+            assert same or 'digest' not in meta, f'{m}: a damaged file was taken'     # a flip in the key "digest" unseals it
+        else: assert isinstance(got, zoo.ArtifactError) and not same
+        ok, stale = outcome('zoo.stale_families', lambda: zoo.stale_families(d))
+        assert ok, stale
+        if same: assert stale == {}, stale
+        js = dst.with_suffix('.json')
+        if js.exists():
+            try: json.loads(js.read_bytes())
+            except ValueError: assert 'damaged' in stale.get(fam, '') or (task is None and m[0] == 'delete'), (m, stale)
+        ok, Z = outcome('zoo.get_zoo', lambda: zoo.get_zoo(str(d)))
+        if ok: assert Z.families == [fam] and set(Z.tasks) <= set(zoo.MICRO['tasks']) and Z.seeds == [0]
+        else: assert task is None and m[0] == 'delete' and m[1] == '.json'
+
+
 # --- composition --------------------------------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def scorer(saved):
@@ -419,6 +462,51 @@ def test_weight_space_sum(encs, coeffs):
         assert edit_record(m)[0]['kind'] == 'weight_space_sum'
 
 
+@pytest.fixture(scope='module')
+def sliders(saved, scorer):
+    return make_sliders(saved['bank'], scorer, ['s'], widget=True)
+
+SLIDER_VALUE = st.one_of(ANY_NUMBER, st.floats(-1, 5), st.sampled_from([0.0, 2.0, 4.0, 1e300, -1e300]))
+
+@fast(60)
+@given(alpha=SLIDER_VALUE, lam=SLIDER_VALUE, source=st.sampled_from(['s', 's', 'x', None]), target=st.sampled_from(['T', 'T', 'nope']),
+       negate=st.sampled_from(['TASK', None, 'nope']), via_widget=st.booleans())
+@counted
+def test_sliders(saved, scorer, sliders, alpha, lam, source, target, negate, via_widget):
+    "The α and λ callbacks, fed any value: the plain `update` and the widget's sliders."
+    import traitlets
+    task, bank = saved['task'], saved['bank']
+    tgt, neg = bank.target_id['name'] if target == 'T' else target, task if negate == 'TASK' else negate
+    num = lambda v: float(v.item() if hasattr(v, 'item') else v)
+    if via_widget:
+        w = sliders._w
+        for s_, v in ((w['alphas'][task], alpha), (w['lam'], lam)):
+            try: s_.value = v
+            except traitlets.TraitError: pass                 # the widget refuses what is no number
+        st_ = sliders.state()
+        a, l = st_['alphas'][task], st_['lam']
+        assert all(math.isnan(v) or lo <= v <= hi for v, lo, hi in ((a, 0, 2), (l, 0, 4))), st_
+        res = sliders.refresh()
+        if math.isnan(a) or math.isnan(l):
+            assert res is None and 'cannot score' in w['info'].value
+        else:
+            assert res is not None and res == sliders.update(st_) and 'ms' in w['info'].value
+            assert '<table>' in w['chart'].value
+        return
+    state = dict(target=tgt, source=source, alphas={task: alpha}, negate=neg, lam=lam)
+    ok, got = outcome('Sliders.update', lambda: sliders.update(state))
+    if ok:
+        a, l = num(alpha), num(lam)
+        want = {(source, task): a} if a else {}
+        if neg is not None and l: want[(source, neg)] = want.get((source, neg), 0.0) - l
+        acc, (rows, bars) = scorer.score(want), got
+        assert bars['tasks'] == scorer.tasks and bars['edited'] == [acc[t] for t in scorer.tasks] and all(0 <= v <= 1 for v in acc.values())
+        c = sum(want.values())
+        assert all(r['role'] == ('composed' if c > 0 else 'negated' if c < 0 else 'control') for r in rows if r['task'] == task)
+    ok, sl = outcome('Sliders', lambda: Sliders({tgt: scorer}, [source], [task], [task], alpha, lam))
+    if ok: assert sl.alpha == {task: num(alpha)} and sl.lam == num(lam) and math.isfinite(sl.lam + sl.alpha[task])
+
+
 # --- residuals ----------------------------------------------------------------------------------------------------
 @fast(200)
 @given(U1=tensors(max_side=4), U2=tensors(max_side=4), U3=tensors(max_side=4), x=ANY_NUMBER, y=ANY_NUMBER, m=ANY_NUMBER)
@@ -443,12 +531,321 @@ def test_residuals(U1, U2, U3, x, y, m):
     if ok: assert math.isfinite(float(a)) and float(a) >= 0
 
 
+# --- task loading -------------------------------------------------------------------------------------------------
+from platonic_ta import tasks as T
+
+@fast(80)
+@given(n=st.integers(0, 3), layout=st.sampled_from(['nchw', 'nhwc', 'nhw']), c=st.sampled_from([1, 3, 4]), h=st.integers(1, 5),
+       w=st.integers(1, 5), dtype=st.sampled_from([torch.uint8, torch.float32, torch.float64, torch.float16]),
+       size=st.sampled_from([None, None, 1, 3, 4]), seed=st.integers(0, 2 ** 31), as_numpy=st.booleans(),
+       spoil=st.sampled_from([None] * 4 + ['shape', 'dtype', 'value', 'size']), bad_layout=st.sampled_from(['hw', 'nchwx', 'zero', 'channels']),
+       bad_c=st.sampled_from([2, 5, 0]), bad_dtype=st.sampled_from([torch.int64, torch.bool, torch.int8]), bad=ENTRY,
+       bad_size=st.sampled_from([0, -2, 2.5, float('nan'), 'x', 5000]))
+@counted
+def test_as_uint8_images(n, layout, c, h, w, dtype, size, seed, as_numpy, spoil, bad_layout, bad_c, bad_dtype, bad, bad_size):
+    "Images in any layout and dtype: one thing at a time spoilt (the shape, the dtype, a value or the size)."
+    if spoil == 'shape':
+        layout, c, h = dict(zero=(layout, c, 0), channels=('nchw', bad_c, h)).get(bad_layout, (bad_layout, c, h))
+    dtype, size = bad_dtype if spoil == 'dtype' else dtype, bad_size if spoil == 'size' else size
+    g = torch.Generator().manual_seed(seed)
+    shape = dict(nchw=(n, c, h, w), nhwc=(n, h, w, c), nhw=(n, h, w), hw=(h, w), nchwx=(n, c, h, w, 1))[layout]
+    x = torch.rand(shape, generator=g, dtype=torch.float64)
+    if spoil == 'value' and x.numel() and dtype.is_floating_point: x.view(-1)[0] = bad if math.isfinite(bad) and abs(bad) > 1 else float('nan')
+    x = (x * 255).to(dtype) if dtype in (torch.uint8, torch.int64) else x > 0.5 if dtype == torch.bool else x.to(dtype)
+    ok, out = outcome('as_uint8_images', lambda: T.as_uint8_images(x.numpy() if as_numpy and dtype != torch.float16 else x, size))
+    if not ok: return
+    assert out.dtype == torch.uint8 and out.ndim == 4 and out.shape[:2] == (n, 3) and 0 not in out.shape[2:]
+    assert spoil in (None, 'shape') or (spoil == 'value' and not (x.numel() and dtype.is_floating_point)), f'{spoil}: taken'
+    assert spoil != 'shape' or (bad_layout == 'channels' and w in (1, 3, 4)), 'a shape without channels taken'   # (read channels last)
+    if size is not None: assert tuple(out.shape[-2:]) == (size, size)
+    first = x[:, None] if layout == 'nhw' else x
+    if layout == 'nchw' and c == 3 and size is None:    # unambiguous: the same pixels, as uint8
+        want = x if dtype == torch.uint8 else (x.double() * 255).round().to(torch.uint8)
+        assert torch.equal(out, want), 'images changed on the way in'
+    if layout == 'nhw' and size is None: assert torch.equal(out[:, 0], out[:, 2]) and out.shape[-2:] == first.shape[-2:]
+
+
+LABEL_KIND = st.sampled_from(['ok', 'float', 'frac', 'nan', 'neg', 'high', 'short', 'long', 'str', 'bool', '2d', 'column', 'huge'])
+
+def spoilt_labels(n: int, k: int, kind: str):
+    "Labels of `n` images over `k` classes, balanced, then spoilt as `kind` says (a list, a numpy array or a tensor)."
+    y = np.arange(n) % k
+    if kind == 'float': return y.astype(np.float64)                    # whole floats: fine
+    if kind == 'frac' and n: return y + 0.5
+    if kind == 'nan' and n: return np.where(np.arange(n) == 0, np.nan, y)
+    if kind == 'neg' and n: return torch.as_tensor(y - 1)
+    if kind == 'high' and n: return list(y + 1)
+    if kind == 'short': return y[:-1]
+    if kind == 'long': return list(y) + [0]
+    if kind == 'str': return [str(v) for v in y]
+    if kind == 'bool': return y > 0
+    if kind == '2d': return np.stack([y, y])
+    if kind == 'column': return torch.as_tensor(y)[:, None]          # (n, 1): fine
+    if kind == 'huge' and n: return [2 ** 70] + list(y[1:])
+    return torch.as_tensor(y)
+
+def pixel_pairs(*datas) -> Counter:
+    "The (image bytes, label) pairs of task splits, as a multiset."
+    return Counter((bytes(im.contiguous().numpy().tobytes()), int(y)) for d in datas for im, y in zip(d.images, d.labels))
+
+NAMES = st.sampled_from([['cat', 'dog', 'eel', 'fox'], 'cdef', ['cat', 'cat', 'eel', 'fox'], ['cat', ' ', 'eel', 'fox'],
+                         [1, 2, 3, 4], ['cat', 'dog']])
+TEMPLATES = st.sampled_from([None, ['a photo of a {}.'], ['no slot'], ['{} and {}'], 'a {}', [], ['x {}', 3]])
+FRACS = st.sampled_from([0.25, 0.5, 0.9, 0.0, 1.0, float('nan'), '0.3', None])
+N_ASKED = st.sampled_from([None, 1, 2, 3.0, 2.5, 0, -1, 10 ** 9, True, 'x', float('nan'), np.int64(2)])
+
+@fast(60)
+@given(n=st.integers(0, 14), k=st.integers(1, 4), spoil=st.sampled_from(['none'] * 4 + ['labels', 'names', 'templates', 'frac', 'seed']),
+       kind=LABEL_KIND, names=NAMES, templates=TEMPLATES, frac=FRACS, seed=st.sampled_from([-1, 1.5, 2 ** 64, 'x']),
+       split=st.sampled_from(['train', 'test', 'val', None]), asked=N_ASKED, float_images=st.booleans())
+@counted
+def test_tensor_task(n, k, spoil, kind, names, templates, frac, seed, split, asked, float_images):
+    "Images and labels in memory as a task: one input at a time spoilt (labels, names, templates, test_frac or seed)."
+    g = torch.Generator().manual_seed(n * 31 + k)
+    images = torch.rand(n, 4, 4, 3, generator=g) if float_images else torch.randint(0, 256, (n, 3, 4, 4), generator=g, dtype=torch.uint8)
+    kind = kind if spoil == 'labels' else 'ok'
+    names = names if spoil == 'names' else ['cat', 'dog', 'eel', 'fox']
+    templates, frac = templates if spoil == 'templates' else None, frac if spoil == 'frac' else 0.25
+    seed = seed if spoil == 'seed' else n % 3
+    labels, names = spoilt_labels(n, k, kind), names if isinstance(names, str) else names[:k]
+    name = 'fuzz_tensors'
+    ok, loader = outcome('register_tensor_task', lambda: T.register_tensor_task(name, images, labels, names, templates, overwrite=True,
+                                                                                 test_frac=frac, seed=seed))
+    try:
+        if not ok: return
+        assert kind in ('ok', 'float', 'column') and n >= 2 * k and isinstance(names, list) and len(set(map(str, names))) == k
+        assert 0 < float(frac) < 1 and spoil != 'seed' and (templates is None or all('{}' in t for t in templates))
+        tr, te = world.load_task(name, 'train'), world.load_task(name, 'test')
+        want = pixel_pairs(world.TaskData(name, 'all', T.as_uint8_images(images), torch.as_tensor(np.asarray(labels)).flatten().long(), [], []))
+        assert pixel_pairs(tr, te) == want, 'the splits lose, add or relabel images'
+        assert set(tr.labels.tolist()) == set(te.labels.tolist()) == set(range(k)), 'a class missing from a split'
+        assert tr.classnames == [str(c) for c in names] and tr.templates == (templates or T.DEFAULT_TEMPLATES)
+        again = T.register_tensor_task(name, images, labels, names, templates, overwrite=True, test_frac=frac, seed=seed)
+        assert torch.equal(again('test').images, te.images) and torch.equal(again('test').labels, te.labels), 'split not seeded'
+        ok, d = outcome('load_task', lambda: world.load_task(name, split, asked))
+        if ok:
+            assert split in world.SPLITS and d.split == split and d.name == name
+            full = tr if split == 'train' else te
+            m = len(full) if asked is None else min(int(asked), len(full))
+            assert len(d) == m and torch.equal(d.images, full.images[:m]) and torch.equal(d.labels, full.labels[:m])
+    finally:
+        if name in world.USER_TASKS: world.unregister_task(name)
+
+
+@fast(60)
+@given(labels=st.lists(st.integers(0, 4), min_size=1, max_size=7).map(lambda y: y + y[::-1]), odd=st.lists(st.sampled_from([-1, 0, 1, 2.0, 0.5, float('nan')]), max_size=8),
+       as_tensor=st.booleans(), frac=st.floats(0.01, 0.99), seed=st.integers(0, 2 ** 63 - 1), spoil=st.sampled_from([None] * 3 + ['labels', 'frac', 'seed']),
+       bad=ANY_NUMBER)
+@counted
+def test_stratified_split(labels, odd, as_tensor, frac, seed, spoil, bad):
+    labels, frac, seed = odd if spoil == 'labels' else labels, bad if spoil == 'frac' else frac, bad if spoil == 'seed' else seed
+    y = torch.tensor(labels) if as_tensor and labels else labels
+    ok, sp = outcome('stratified_split', lambda: T.stratified_split(y, frac, seed))
+    if not ok: return
+    lab = torch.tensor(labels).long()
+    tr, te = sp['train'].tolist(), sp['test'].tolist()
+    assert sorted(tr + te) == list(range(len(labels))), 'indices lost or repeated'
+    for c in set(lab.tolist()):
+        n_c, k = int((lab == c).sum()), int((lab[sp['test']] == c).sum())
+        assert c >= 0 and k == min(max(1, round(float(frac) * n_c)), n_c - 1), (c, n_c, k)
+    again = T.stratified_split(y, frac, seed)
+    assert all(torch.equal(sp[s], again[s]) for s in sp), 'the split is not a function of the seed'
+
+
+@pytest.fixture(scope='module')
+def image_folder(tmp_path_factory):
+    "A small image folder (3 classes of 4 PNGs, 6 px) and the pixels of each file, keyed by relative path."
+    from PIL import Image
+    root = T.make_image_folder(tmp_path_factory.mktemp('fuzz_folder') / 'f', n_per_class=4, size=6)
+    pixels = {str(p.relative_to(root)): np.array(Image.open(p).convert('RGB')) for p in root.rglob('*.png')}
+    return root, pixels
+
+FOLDER_EDIT = st.sampled_from(['empty_class', 'hidden_dir', 'non_image', 'truncate', 'flip', 'empty_file', 'grey', 'odd_size',
+                               'names_ok', 'names_blank_lines', 'names_count', 'names_latin1', 'names_bom', 'names_twice',
+                               'templates_ok', 'templates_no_slot', 'templates_latin1', 'templates_empty', 'split_dirs'])
+
+def edit_folder(root: Path, pixels: dict, edit: str, where: float, bit: int):
+    "Apply one `edit` to the folder `root`; update `pixels` (relative path -> expected RGB array) and return what the names and templates must be."
+    from PIL import Image
+    files = sorted(pixels)
+    f = root / files[int(where * (len(files) - 1))]
+    names = templates = None
+    if edit == 'empty_class': (root / 'zzz').mkdir()
+    elif edit == 'hidden_dir': (root / '.thumbs').mkdir(); (root / '.thumbs' / 'a.png').write_bytes(b'x')
+    elif edit == 'non_image': (f.parent / 'notes.txt').write_text('not an image'); (f.parent / 'x.json').write_text('{}')
+    elif edit in ('truncate', 'flip', 'empty_file'):
+        raw = bytearray(f.read_bytes())
+        if edit == 'truncate': raw = raw[:int(where * len(raw))]
+        elif edit == 'flip': raw[min(int(where * len(raw)), len(raw) - 1)] ^= 1 << bit
+        else: raw = b''
+        f.write_bytes(bytes(raw))          # the pixels stay what they were: a damaged file must not decode to others
+    elif edit == 'grey':
+        a = (np.arange(36).reshape(6, 6) * 7 % 256).astype(np.uint8)
+        Image.fromarray(a, 'L').save(f); pixels[str(f.relative_to(root))] = np.repeat(a[:, :, None], 3, 2)
+    elif edit == 'odd_size':
+        a = np.full((9, 7, 3), 200, np.uint8); Image.fromarray(a).save(f.parent / 'odd.png')
+        pixels[str((f.parent / 'odd.png').relative_to(root))] = a
+    elif edit.startswith('names'):
+        body = dict(names_ok='navy\nlime\ncrimson\n', names_blank_lines='\n# sorted\nnavy\n\n lime \ncrimson\n\n',
+                    names_count='navy\nlime\n', names_twice='navy\nlime\nnavy\n')
+        raw = b'r\xe9d\ngreen\nblue\n' if edit == 'names_latin1' else b'\xef\xbb\xbfnavy\nlime\ncrimson\n' if edit == 'names_bom' \
+            else body[edit].encode()
+        (root / 'classnames.txt').write_bytes(raw)
+        names = ['navy', 'lime', 'crimson']
+    elif edit.startswith('templates'):
+        raw = dict(templates_ok=b'a {} square\nthe colour {}\n', templates_no_slot=b'a square\n', templates_empty=b'\n\n',
+                   templates_latin1=b'une {} \xe9toile\n')[edit]
+        (root / 'templates.txt').write_bytes(raw)
+        templates = ['a {} square', 'the colour {}']
+    elif edit == 'split_dirs':                           # train/ and test/ with the same class folders
+        for cls in ('blue', 'green', 'red'):
+            for i, q in enumerate(sorted((root / cls).iterdir())):      # three images to train, the rest to test
+                s = 'train' if i < 3 else 'test'
+                (root / s / cls).mkdir(parents=True, exist_ok=True)
+                rel = str(q.relative_to(root)); shutil.move(q, root / s / rel)
+                if rel in pixels: pixels[f'{s}/{rel}'] = pixels.pop(rel)
+            (root / cls).rmdir()
+    return names, templates
+
+@fast(50)
+@given(edits=st.lists(FOLDER_EDIT, min_size=1, max_size=2, unique=True), where=st.floats(0, 1), bit=st.integers(0, 7),
+       frac=st.sampled_from([0.25, 0.5, 0.0]), seed=st.integers(0, 3), size=st.sampled_from([None, None, 5]))
+@counted
+def test_folder_task(image_folder, edits, where, bit, frac, seed, size):
+    src, pixels0 = image_folder
+    with tempfile.TemporaryDirectory() as t:
+        root, pixels = Path(t) / 'f', dict(pixels0)
+        shutil.copytree(src, root)
+        names, templates = ['blue', 'green', 'red'], list(T.DEFAULT_TEMPLATES)
+        for e in edits:
+            n_, t_ = edit_folder(root, pixels, e, where, bit)
+            names, templates = n_ or names, t_ or templates
+        name = 'fuzz_folder'
+        ok, loader = outcome('register_folder_task', lambda: T.register_folder_task(name, root, overwrite=True, test_frac=frac,
+                                                                                     seed=seed, size=size, progress=False))
+        try:
+            if not ok: return
+            broken = set(edits) - ({'empty_class'} if 'split_dirs' in edits else set())   # train/ and test/ alone are read
+            assert not {'empty_class', 'names_count', 'names_latin1', 'names_twice', 'templates_no_slot', 'templates_latin1',
+                        'templates_empty'} & broken, f'{edits}: a broken folder was taken'
+            assert frac > 0 or 'split_dirs' in edits
+            ok_tr, tr = outcome('load_task', lambda: world.load_task(name, 'train'))
+            ok_te, te = outcome('load_task', lambda: world.load_task(name, 'test'))
+            if not (ok_tr and ok_te): return           # a damaged file or mixed sizes: named when it is decoded
+            assert tr.classnames == names and tr.templates == templates and tr.images.shape[1:] == (3,) + ((size,) * 2 if size else (6, 6))
+            want = Counter((bytes(T.as_uint8_images(torch.from_numpy(a).permute(2, 0, 1)[None], size)[0].numpy().tobytes()),
+                            ['blue', 'green', 'red'].index(Path(rel).parts[-2])) for rel, a in pixels.items())
+            assert pixel_pairs(tr, te) == want, f'{edits}: images lost, added, changed or relabelled'
+            again = T.folder_task(name, root, test_frac=frac, seed=seed, size=size, progress=False)
+            assert torch.equal(again('test').images, te.images), 'the split is not a function of the seed'
+        finally:
+            if name in world.USER_TASKS: world.unregister_task(name)
+
+
+class ListDataset:
+    "A torchvision-style dataset: (image, label) items, `classes`, and `targets` when given."
+    def __init__(self, items, classes=None, targets=None):
+        self.items = items
+        if classes is not None: self.classes = classes
+        if targets is not None: self.targets = targets
+    def __len__(self): return len(self.items)
+    def __getitem__(self, i): return self.items[i]
+
+@fast(40)
+@given(n=st.integers(0, 10), k=st.integers(1, 3), kind=st.sampled_from(['int'] * 3 + ['tensor', 'numpy', 'frac', 'neg', 'high', 'str', 'nan']),
+       form=st.sampled_from(['pil', 'hwc', 'chw', 'float', 'tensor']), classes=st.sampled_from(['attr', 'arg', 'attr', 'arg', 'none', 'string']),
+       targets=st.booleans(), with_test=st.booleans(), limit=st.sampled_from([None, None, 2, 0, 'x']))
+@counted
+def test_dataset_task(n, k, kind, form, classes, targets, with_test, limit):
+    from PIL import Image
+    rng = np.random.default_rng(n * 10 + k)
+    ys = [i % k for i in range(n)]
+    if n and kind != 'int': ys[0] = dict(tensor=torch.tensor(ys[0]), numpy=np.int64(ys[0]), frac=0.5, neg=-1, high=k, str='a',
+                                          nan=float('nan'))[kind]
+    def item(i):
+        a = rng.integers(0, 256, (5, 5, 3), dtype=np.uint8)
+        x = dict(pil=lambda: Image.fromarray(a), hwc=lambda: a, chw=lambda: a.transpose(2, 0, 1), float=lambda: a / 255.0,
+                 tensor=lambda: torch.from_numpy(a).permute(2, 0, 1))[form]()
+        return x, ys[i]
+    items, names = [item(i) for i in range(n)], ['c0', 'c1', 'c2'][:k]
+    ds = ListDataset(items, names if classes == 'attr' else None, ys if targets else None)
+    test = ListDataset([item(i) for i in range(n)], names if classes == 'attr' else None) if with_test else None
+    cn = names if classes == 'arg' else 'c0c1' if classes == 'string' else None
+    name = 'fuzz_dataset'
+    ok, loader = outcome('register_dataset_task', lambda: T.register_dataset_task(name, ds, test, classnames=cn, overwrite=True, limit=limit))
+    try:
+        if not ok: return
+        assert kind in ('int', 'tensor', 'numpy') and classes in ('attr', 'arg')
+        tr, te = world.load_task(name, 'train'), world.load_task(name, 'test')
+        assert tr.classnames == names and tr.images.dtype == torch.uint8 and tr.images.shape[1:] == (3, 5, 5)
+        for d in (tr, te): assert len(d) and 0 <= int(d.labels.min()) and int(d.labels.max()) < k
+        if limit is None and not with_test: assert len(tr) + len(te) == n
+        if limit is not None: assert len(tr) <= limit and len(te) <= limit
+    finally:
+        if name in world.USER_TASKS: world.unregister_task(name)
+
+
+@pytest.fixture(scope='module')
+def tiny_task():
+    "A registered task of 8 images (4 px), for loading it by name."
+    y = torch.arange(8) % 2
+    T.register_tensor_task('fuzz_tiny', torch.randint(0, 256, (8, 3, 4, 4), generator=torch.Generator().manual_seed(0),
+                                                       dtype=torch.uint8), y, ['a', 'b'], overwrite=True)
+    yield 'fuzz_tiny'
+    world.unregister_task('fuzz_tiny')
+
+TASK_NAME = st.one_of(st.sampled_from(world.list_tasks()[:2] + ['fuzz_tiny', 'FUZZ_TINY', ' fuzz_tiny', '', 'x/y', 'nope', None, 3,
+                                                               ['fuzz_tiny'], {'a': 1}, ('fuzz_tiny',)]),
+                      st.sampled_from(world.list_tasks()).map(str.upper), st.text(max_size=4))
+
+@fast(80)
+@given(name=TASK_NAME, split=st.sampled_from(['train', 'test', 'TRAIN', 'val', '', None, ['train'], 0]), n=N_ASKED)
+@counted
+def test_load_task(tiny_task, name, split, n):
+    if name in world.list_tasks() and (n is None or n == 10 ** 9): n = 4       # the world renders what it is asked: keep it small
+    ok, d = outcome('load_task', lambda: world.load_task(name, split, n))
+    if not ok:
+        assert isinstance(d, (KeyError, TypeError, ValueError))
+        return
+    assert isinstance(name, str) and (name in world.list_tasks() or name == tiny_task) and split in world.SPLITS
+    assert d.name == name and d.split == split and d.images.dtype == torch.uint8 and d.images.ndim == 4
+    assert len(d) == len(d.images) and 0 <= int(d.labels.min()) and int(d.labels.max()) < len(d.classnames)
+    if n is not None: assert len(d) == min(int(n), 6 if name == tiny_task and split == 'train' else 2 if name == tiny_task else n)
+    again = world.load_task(name, split, n)
+    assert torch.equal(again.images, d.images) and torch.equal(again.labels, d.labels), 'load_task is not deterministic'
+
+
+# --- grids --------------------------------------------------------------------------------------------------------
+@fast(60)
+@given(source=st.sampled_from(['world', 'world', 'tiny', 'name_tiny', 'test_split', 'object']), size=st.sampled_from([1, 5, 12]),
+       n_probes=st.integers(1, 12), seed=st.integers(0, 2 ** 63 - 1), templates=st.sampled_from([None, ['a {} thing', 'the {}']]),
+       spoil=st.sampled_from([None] * 4 + ['n_probes', 'seed', 'templates']), bad_seed=ANY_NUMBER, bad_templates=TEMPLATES,
+       bad_n=st.sampled_from([0, -1, 13, 2.0, True, None, 'x', np.int64(3), float('nan'), 10 ** 6]))
+@counted
+def test_make_grid(tiny_task, source, size, n_probes, seed, templates, spoil, bad_seed, bad_templates, bad_n):
+    seed, templates = bad_seed if spoil == 'seed' else seed, bad_templates if spoil == 'templates' else templates
+    n_probes = bad_n if spoil == 'n_probes' else n_probes
+    task = world.list_tasks()[-1]
+    data = dict(world=lambda: world.load_task(task, 'train', size), tiny=lambda: world.load_task(tiny_task, 'train'),
+                test_split=lambda: world.load_task(task, 'test', size), name_tiny=lambda: tiny_task, object=lambda: object())[source]()
+    ok, grid = outcome('make_grid', lambda: make_grid(data, n_probes, seed=seed, templates=templates))
+    if not ok: return
+    d = world.load_task(tiny_task, 'train') if source in ('tiny', 'name_tiny') else data
+    assert source in ('world', 'tiny', 'name_tiny') and isinstance(n_probes, int) and 1 <= n_probes <= len(d)
+    idx = grid.probe_index
+    assert grid.N == n_probes and len(set(idx.tolist())) == n_probes and int(idx.max()) < len(d) and int(idx.min()) >= 0
+    assert torch.equal(grid.images, d.images[idx]) and grid.classnames == d.classnames and grid.M == len(d.classnames)
+    tp = templates or d.templates
+    assert grid.prompts == [[t.replace('{}', str(c)) for t in tp] for c in d.classnames]
+    assert make_grid(data, n_probes, seed=seed, templates=templates).grid_hash == grid.grid_hash, 'the grid is not a function of the seed'
+
 # --- the count ----------------------------------------------------------------------------------------------------
 def test_zz_inputs_tried():
     "Runs last in this file: every property ran, and at least 2,000 inputs were tried in all."
     total = sum(COUNTS.values())
     print(f'\nhypothesis: {sum(EXAMPLES.values())} inputs generated, {total} calls tried over {len(COUNTS)} functions and loaders')
     wanted = {'check_number', 'solve_operator', 'Descriptor.load', 'OperatorBank.load', 'load_adapter',
-              'Scorer.score_theta', 'certificate', 'EmbeddingCache', 'shared_component', 'fold_operator'}
+              'Scorer.score_theta', 'certificate', 'EmbeddingCache', 'shared_component', 'fold_operator',
+              'register_folder_task', 'register_tensor_task', 'load_task', 'make_grid', 'Sliders.update', 'zoo.stale_families'}
     if not wanted <= set(COUNTS): pytest.skip('part of the property suite was deselected')
     assert sum(EXAMPLES.values()) >= 2000 and total >= 2000, (EXAMPLES, COUNTS)
