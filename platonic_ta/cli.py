@@ -4,12 +4,13 @@
 
 # %% ../nbs/93_cli.ipynb #bc195bd9
 from __future__ import annotations
-import argparse, dataclasses, json, os, re, sys, time
+import argparse, dataclasses, json, os, re, sys, time, warnings
 from pathlib import Path
 import torch
 import open_clip
 from . import world
-from .zoo import DualEncoder, FinetuneConfig, finetune, zero_shot_accuracy, load_open_clip, hub_offline, hub_mode
+from .zoo import (DualEncoder, FinetuneConfig, finetune, zero_shot_accuracy, load_open_clip, digest_scope,
+                          CHECKPOINT_EXTS, TokenizerMissingWarning)
 from .descriptors import make_grid, Descriptor, EmbeddingCache, GridMismatchError
 from .composition import OperatorBank
 from .factorization import save_edited
@@ -17,35 +18,12 @@ from .guards import atomic_write, check_seed
 from .tasks import register_folder_task
 
 # %% auto #0
-__all__ = ['CHECKPOINT_EXTS', 'DELEGATED', 'VERBS', 'CLIError', 'open_clip_encoder', 'resolve_task', 'check_output',
-           'cmd_finetune', 'cmd_descriptor', 'cmd_bank', 'cmd_edit', 'cmd_eval', 'build_parser', 'check_report_runs',
-           'main']
+__all__ = ['DELEGATED', 'VERBS', 'CLIError', 'open_clip_encoder', 'resolve_task', 'check_output', 'cmd_finetune',
+           'cmd_descriptor', 'cmd_bank', 'cmd_edit', 'cmd_eval', 'build_parser', 'check_report_runs', 'main']
 
 # %% ../nbs/93_cli.ipynb #3fe94a37
 class CLIError(Exception):
     "Bad input on the command line: printed as one line on stderr, exit status 2."
-
-CHECKPOINT_EXTS = ('.safetensors', '.pt', '.pth', '.bin')
-
-def _state_dict(path: Path) -> dict:
-    "An open_clip state dict from a file: safetensors, or `torch.load(weights_only=True)`; a pickled model is refused."
-    try:
-        if path.suffix == '.safetensors':
-            from safetensors.torch import load_file
-            return load_file(str(path))
-        sd = torch.load(str(path), map_location='cpu', weights_only=True)   # never unpickles code
-    except Exception as e:
-        if type(e).__name__ == 'UnpicklingError':
-            raise CLIError(f'{path} holds a pickled model or objects, which are never loaded here (loading runs code from the '
-                           'file): where you trust the file, convert it once to an open_clip state dict (load the model '
-                           "with PyTorch's full unpickler, then safetensors.torch.save_file(model.state_dict(), 'model.safetensors')) "
-                           'and pass the .safetensors file') from e
-        raise CLIError(f'{path} is not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}): the file is corrupt or '
-                       'truncated; save or download it again') from e
-    sd = sd.get('state_dict', sd) if isinstance(sd, dict) else sd
-    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-        raise CLIError(f'{path} holds no state dict of tensors; save the model with save_edited or as safetensors')
-    return {k.removeprefix('module.'): v for k, v in sd.items()}
 
 def _device(device) -> torch.device | None:
     "`device` checked before any model is built: a device this machine has."
@@ -68,37 +46,18 @@ def open_clip_encoder(name: str, weights: str | None = 'random', image_size: int
         close = [m for m in open_clip.list_models() if m.lower().startswith(name.lower()[:4])][:8]
         raise CLIError(f'unknown open_clip model {name!r}; models are open_clip.list_models()' + (f', e.g. {close}' if close else ''))
     weights, device = 'random' if weights in (None, '', 'random', 'none') else str(weights), _device(device)
-    is_file = weights.endswith(CHECKPOINT_EXTS) or os.sep in weights
-    if weights != 'random' and not is_file:                 # a pretrained tag: load_open_clip (download or offline switch)
-        if image_size: raise CLIError(f'pretrained {name}/{weights} runs at its own input size: leave out the image size, '
-                                      'or pass a checkpoint file built at that size')
-        return _placed(load_open_clip(name, weights, offline=offline), device)
+    is_file = weights.endswith(CHECKPOINT_EXTS) or os.sep in weights or '/' in weights
     if is_file and not Path(weights).is_file():
         raise CLIError(f'no checkpoint file {weights}: pass an open_clip state dict (.safetensors or .pt), a pretrained tag or random')
-    sd = _state_dict(Path(weights)) if is_file else None
-    kw = dict(force_image_size=int(image_size)) if image_size else {}
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(check_seed(init_seed, 'init_seed'))
-        model = open_clip.create_model(name, **kw)
-    if sd is not None:
-        own = model.state_dict()
-        missing, unexpected = own.keys() - sd.keys(), sd.keys() - own.keys()
-        bad = [k for k in sd.keys() & own.keys() if sd[k].shape != own[k].shape]
-        if missing or unexpected or bad:
-            raise CLIError(f'{weights} is not a {name} checkpoint at image size {image_size or "(its own)"}: missing keys {sorted(missing)[:3]}, '
-                           f'unexpected keys {sorted(unexpected)[:3]}, other shapes {sorted(bad)[:3]}; pass its own model name and image size')
-        model.load_state_dict(sd)
-    with hub_mode(hub_offline(offline)):
-        try: tok = open_clip.get_tokenizer(name)
-        except Exception as e:
-            raise CLIError(f'no tokenizer for {name} ({type(e).__name__}: {str(e)[:200]}): run once online so it is cached') from e
-    cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
-    size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
-                          else getattr(model.visual, 'image_size', 224))
-    label = f'random:{init_seed}' if weights == 'random' else Path(weights).name
-    return _placed(DualEncoder(f'{name}@{label}', model.eval(), tok, size,
-                       cfg.get('mean', open_clip.OPENAI_DATASET_MEAN), cfg.get('std', open_clip.OPENAI_DATASET_STD),
-                       meta={'open_clip': name, 'weights': weights, 'image_size': image_size, 'init_seed': init_seed}), device)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', TokenizerMissingWarning)     # every verb embeds prompts: no tokenizer is an error here
+        try: enc = load_open_clip(name, None if weights == 'random' else weights, image_size=image_size, offline=offline,
+                                  init_seed=check_seed(init_seed, 'init_seed'))
+        except TokenizerMissingWarning as e: raise CLIError(f'no tokenizer for {name}: {e}') from e
+    if weights == 'random' or is_file:                              # a tag keeps load_open_clip's name, NAME@TAG
+        enc.name = f"{name}@{f'random:{init_seed}' if weights == 'random' else Path(weights).name}"
+    enc.meta.update(weights=weights, image_size=image_size, init_seed=init_seed)
+    return _placed(enc, device)
 
 # %% ../nbs/93_cli.ipynb #c21f438d
 def resolve_task(task: str | None, data: str | None, image_size: int | None = None, test_frac: float = 0.25,
@@ -305,7 +264,7 @@ def main(argv=None) -> int:
             if argv[0] == 'report' and not {'-h', '--help'} & set(argv): check_report_runs(argv[1:])
             return report.main(argv)
         a = build_parser().parse_args(argv)
-        VERBS[a.verb](a)
+        with digest_scope(): VERBS[a.verb](a)     # a model's weights are read once per command
         return 0
     except (CLIError, GridMismatchError, KeyError, ValueError, TypeError, FileNotFoundError, PermissionError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e

@@ -15,6 +15,7 @@ from . import __version__
 from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, _atomic_save_safetensors,
                                      _read_safetensors, _tensor_checksum)
 from .guards import atomic_write_text
+from .zoo import digest_scope
 from .factorization import (GridFactors, RidgeSelection, select_ridges, fold_operator,
                                        embedding_route_features, head_route_features, base_weights_hash,
                                        edit_record, check_stack, record_edit, EditStackError)
@@ -134,6 +135,7 @@ class OperatorBank:
         return cls(_target_id(target), route, shape, dtype, target)
 
     @classmethod
+    @digest_scope()
     def build(cls, target, grids, descriptors: Mapping, ridges='auto', route: str = 'auto',
               cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64) -> 'OperatorBank':
         "Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; see the section text."
@@ -199,6 +201,7 @@ class OperatorBank:
             if not math.isfinite(r) or r < 0: raise ValueError(f"ridge {r} must be finite and >= 0")
         return rf, rt
 
+    @digest_scope()
     def add(self, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None,
             ridge_grid=None) -> 'OperatorBank':
         "Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors)."
@@ -364,6 +367,7 @@ class OperatorBank:
             if c != 0: theta.add_(self._ops[k], alpha=c)
         return theta
 
+    @digest_scope()
     def apply(self, coeffs: Mapping, target=None, stack: bool = False):
         "The target with `combine(coeffs)` folded once into its last layer (an edited copy; the target is untouched)."
         target = self._resolve_target(target, edited_ok=True)
@@ -406,6 +410,7 @@ class OperatorBank:
         return js
 
     @classmethod
+    @digest_scope()
     def load(cls, path, target=None) -> 'OperatorBank':
         "Read a bank written by `save`; with `target=`, check it is the bank's target (weights hash) and keep it."
         st, js = cls._paths(path)

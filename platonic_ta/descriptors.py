@@ -15,6 +15,7 @@ from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from . import __version__
+from .zoo import digest_scope
 from .guards import (atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing,
                                  json_digest)
 
@@ -461,6 +462,7 @@ class Descriptor:
         return cls(U, grid.task, grid.probe_hashes, grid.prompts, grid.classnames, dict(source), dict(base))
 
     @classmethod
+    @digest_scope()
     def from_encoders(cls, ft, base, grid: Grid, cache: EmbeddingCache | None = None) -> 'Descriptor':
         "Descriptor of fine-tune `ft` of `base` on `grid`, from (cached) embeddings; text from `base`."
         cache = cache if cache is not None else EmbeddingCache()
@@ -673,7 +675,7 @@ def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(
         if f not in bases: bases[f] = Z.base(f)
         base = bases[f]
         ft = Z.finetune(f, t, s, base)
-        path = descriptor_store() / f'{ft.weights_hash()}_{grids[t].grid_hash}'
+        with digest_scope(): path = descriptor_store() / f'{ft.weights_hash()}_{grids[t].grid_hash}'
         D = None
         if path.with_suffix('.json').exists():
             try: D = Descriptor.load(path).check_grid(grids[t])

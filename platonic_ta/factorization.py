@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
 from .heads import last_layer, image_tower, image_features, head_parts
-from .zoo import state_dict_digest
+from .zoo import state_dict_digest, digest_scope
 from .guards import (check_number, check_count, check_seed, check_alloc, atomic_write, refuse_existing,
                                 check_kind)
 
@@ -292,6 +292,7 @@ def record_edit(edited, before, entry: dict, prior: list | None = None) -> None:
 def _expected_shape(ll):
     return (ll.d, ll.k + 1) if ll.kind == 'residual_head' else (ll.d, ll.d)
 
+@digest_scope()
 def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenance: dict | None = None):
     "Edited deep copy of `model` whose embedding is `(I + strength·W) z` (head route: `z + c(ΔW2 a + Δb2)`); see below."
     W = _as_tensor(W, 'W')
@@ -341,6 +342,7 @@ def _torch_model(model) -> torch.nn.Module:
         raise TypeError(f"expected a dual encoder or an nn.Module, got {type(model).__name__}")
     return m
 
+@digest_scope()
 def save_edited(model, path, overwrite: bool = False) -> Path:
     "Write the weights of (edited) `model` with its edit record in the safetensors metadata; returns the path."
     from safetensors.torch import save_file
@@ -353,6 +355,7 @@ def save_edited(model, path, overwrite: bool = False) -> Path:
     atomic_write(path, lambda tmp: save_file(sd, tmp, metadata=meta), overwrite)
     return path
 
+@digest_scope()
 def load_edited(base, path):
     "A copy of `base` with the weights and the edit record saved by `save_edited` (checked against both hashes)."
     from safetensors import safe_open

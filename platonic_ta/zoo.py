@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import contextlib, copy, dataclasses, hashlib, json, math, os, tempfile, time, warnings
+import contextlib, contextvars, copy, dataclasses, hashlib, json, math, os, tempfile, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -16,16 +16,17 @@ import platonic_ta
 from . import world
 from .heads import image_features, last_layer
 from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
-from .guards import file_lock, atomic_write, atomic_write_text, json_digest, check_count, check_number
+from .guards import file_lock, atomic_write, atomic_write_text, json_digest, check_count, check_number, check_seed
 
 # %% auto #0
-__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'WordTokenizer', 'FinetuneConfig',
-           'FamilySpec', 'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint', 'text_limits',
-           'state_dict_digest', 'DualEncoder', 'family_encoder', 'contrastive_loss', 'pretrain', 'class_embeddings',
-           'finetune_logit_scale', 'finetune', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root',
-           'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact', 'base_path',
-           'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo',
-           'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'load_open_clip']
+__all__ = ['FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'DISTILL_SEED', 'MICRO', 'SHIP_LIMIT_MB', 'CHECKPOINT_EXTS', 'WordTokenizer',
+           'FinetuneConfig', 'FamilySpec', 'finetune_recipe', 'create_family_model', 'tokenizer_fingerprint',
+           'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder', 'family_encoder', 'contrastive_loss',
+           'pretrain', 'class_embeddings', 'finetune_logit_scale', 'check_task_prompts', 'finetune', 'predict',
+           'zero_shot_accuracy', 'linear_probe_accuracy', 'cache_root', 'default_zoo_dir', 'shipped_zoo_dir',
+           'save_artifact', 'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune',
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo', 'TokenizerMissingWarning', 'hub_offline',
+           'hub_mode', 'CheckpointError', 'read_state_dict', 'check_state_dict', 'load_open_clip']
 
 # %% ../nbs/01_zoo.ipynb #cb66fc09
 class WordTokenizer:
@@ -191,14 +192,39 @@ def text_limits(model: nn.Module) -> tuple:
     return (emb.num_embeddings if isinstance(emb, nn.Embedding) else None,
             pos.shape[0] if isinstance(pos, torch.Tensor) and pos.ndim == 2 else None)
 
+_DIGESTS = contextvars.ContextVar('platonic_ta_digests', default=None)   # {id(module): (module, marks, digest)} in a scope
+
+@contextlib.contextmanager
+def digest_scope():
+    """Within the block, `state_dict_digest` reads each module's bytes once and answers again while every tensor of
+    its state dict is the same object, at the same address and version (a nested scope joins the outer one)."""
+    if _DIGESTS.get() is not None: yield; return
+    token = _DIGESTS.set({})
+    try: yield
+    finally: _DIGESTS.reset(token)
+
+def _marks(module: nn.Module):
+    "What changes when a tensor of `module` is replaced or written in place: (name, id, address, version, shape, dtype)."
+    try: return tuple((k, id(v), v.data_ptr(), v._version, tuple(v.shape), v.dtype, str(v.device))
+                      for k, v in module.state_dict(keep_vars=True).items())
+    except RuntimeError: return None      # tensors made under inference_mode have no version counter: never memoised
+
 def state_dict_digest(module: nn.Module) -> str:
     "32 hex digits of sha256 over a module's state dict: names, shapes and bytes (bfloat16 as its 16-bit patterns)."
+    memo, marks = _DIGESTS.get(), None
+    if memo is not None:
+        marks = _marks(module)
+        got = memo.get(id(module))
+        if marks is not None and got is not None and got[0] is module and got[1] == marks: return got[2]
     h = hashlib.sha256()
     for k, v in sorted(module.state_dict().items()):
         h.update(k.encode()); h.update(str(tuple(v.shape)).encode())
         v = v.detach().contiguous().cpu()
-        h.update((v.view(torch.int16) if v.dtype == torch.bfloat16 else v).numpy().tobytes())   # numpy has no bfloat16
-    return h.hexdigest()[:32]
+        a = (v.view(torch.int16) if v.dtype == torch.bfloat16 else v).numpy()   # numpy has no bfloat16
+        h.update(memoryview(a.reshape(-1)).cast('B') if a.size else b'')        # the bytes in place, no copy
+    digest = h.hexdigest()[:32]
+    if memo is not None and marks is not None: memo[id(module)] = (module, marks, digest)   # holds the module: its id stays its own
+    return digest
 
 class DualEncoder:
     "A dual encoder behind one interface: uint8 images and prompt strings in, embeddings out."
@@ -281,8 +307,8 @@ class DualEncoder:
         return last_layer(self.model.visual)
 
     def weights_hash(self) -> str:
-        "sha256 over every parameter and buffer (names, shapes, bytes), read afresh at every call."
-        # No memo: `w.data.mul_(2)` changes the bytes without bumping any version counter, so only the bytes tell.
+        "sha256 over every parameter and buffer (names, shapes, bytes), read afresh at every call outside a `digest_scope`."
+        # No memo outside a scope: `w.data.mul_(2)` changes the bytes without bumping any version counter, so only the bytes tell.
         return state_dict_digest(self.model)
 
     def __deepcopy__(self, memo):
@@ -358,10 +384,29 @@ def finetune_logit_scale(enc) -> float:
     "The logit scale a fine-tune's cross-entropy uses: the model's `exp(logit_scale)`, clamped to [10, 100]."
     return float(enc.model.logit_scale.detach().exp().clamp(10, 100))
 
+def check_task_prompts(tokenizer, task: str) -> None:
+    "KeyError naming the task and the words when a zoo family's `WordTokenizer` cannot read the task's class prompts."
+    if not isinstance(tokenizer, WordTokenizer): return      # open_clip's tokenizers read any text
+    d = world.load_task(task, 'train', 1)
+    words = sorted({w for c in d.classnames for tp in d.templates for w in tp.format(c).split()} - set(tokenizer.index))
+    if words:
+        raise KeyError(f"task {task!r}: its class prompts ({d.templates[0].format(d.classnames[0])!r}, …) use words the zoo "
+                       f"families' tokenizer does not know {words[:8]}: the families read only the world's words "
+                       "(platonic_ta.world.vocabulary()); register the task with class names and templates in those words "
+                       "(e.g. templates=['a {} object']), or use a real open_clip model (load_open_clip) on it")
+
+def _task_data_id(task: str) -> str | None:
+    "16 hex digits of a registered task's training split (images, labels, class names, templates); None for a task of the world."
+    if task in world.TASKS: return None                      # the world's fingerprint covers its tasks
+    d = world.load_task(task, 'train')
+    body = json.dumps([world.images_hash(d.images), d.labels.tolist(), d.classnames, d.templates])
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, config: FinetuneConfig | dict | None = None, **overrides) -> tuple:
     "LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses)."
     cfg = FinetuneConfig.of(config, finetune_recipe(base.name)).replace(**overrides, **({} if steps is None else {'steps': steps}))
+    check_task_prompts(base.tokenizer, task)
     data = world.load_task(task, 'train', n_train)
     dev = base.device                                           # the loss is float32 on the model's device
     T = class_embeddings(base, data.classnames, data.templates).to(dev)
@@ -548,6 +593,12 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
     tasks = world.list_tasks(controls=False) if tasks is None else list(tasks)
     for t in tasks: world._check_task(t, 'train')
     for fam in families: _family(fam)
+    mine = [t for t in tasks if t not in world.TASKS]
+    if mine and workers > 1 and len(families) * max(1, len(tasks)) > 1:
+        raise ValueError(f'tasks {mine} are registered in this process only, and the workers of build_zoo(workers={workers}) '
+                         'are fresh processes that do not know them: build them with workers=1')
+    tok = WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
+    for t in mine: check_task_prompts(tok, t)               # before any pretraining: the families cannot read other words
     if workers > 1 and len(families) * max(1, len(tasks)) > 1:
         # one job per family's pretraining (the longest first), then one job per (family, task) as soon as its base exists
         import multiprocessing as mp
@@ -592,6 +643,7 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
         base = load_base(f.name, zoo)
         cfg = finetune_recipe(f).replace(**({} if finetune_steps is None else {'steps': finetune_steps}))
         for task in tasks:
+            data_id = _task_data_id(task)
             for seed in seeds:
                 fp = ft_path(zoo, f.name, task, seed)
                 with file_lock(fp):
@@ -600,12 +652,17 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
                     if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg.to_dict())):
                         raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
                                          '(zoo=...) rather than overwrite it')
+                    if got and got[1].get('task_data') != data_id:
+                        raise ValueError(f'{fp} was fine-tuned on other data under the task name {task!r} (training split '
+                                         f'{got[1].get("task_data")}, now {data_id}): use another zoo folder (zoo=...) or '
+                                         'register the task under another name rather than overwrite it')
                     if got: continue
                     t0 = time.time()
                     _, tensors, losses = finetune(base, task, seed=seed, progress=progress, config=cfg)
                     save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg.to_dict(),
                                                     seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
-                                                    base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256']))
+                                                    base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256'],
+                                                    **({'task_data': data_id} if data_id else {})))
                     built.append(str(fp.relative_to(zoo)))
     return built
 
@@ -755,19 +812,72 @@ def hub_mode(offline: bool):
     try: yield
     finally: hc.HF_HUB_OFFLINE = old
 
+CHECKPOINT_EXTS = ('.safetensors', '.pt', '.pth', '.bin')   # a `pretrained` ending so (or holding a slash) is a file
+
+class CheckpointError(ValueError):
+    "A checkpoint file that cannot be read as tensors, or whose tensors do not fit the model built to hold them."
+
+def read_state_dict(path) -> dict:
+    "An open_clip state dict from a file: safetensors, or `torch.load(weights_only=True)`; a pickled model is refused."
+    path = Path(path)
+    try:
+        if path.suffix == '.safetensors':
+            from safetensors.torch import load_file
+            return load_file(str(path))
+        sd = torch.load(str(path), map_location='cpu', weights_only=True)   # never unpickles code
+    except Exception as e:
+        if type(e).__name__ == 'UnpicklingError':
+            raise CheckpointError(f'{path} holds a pickled model or objects, which are never loaded here (loading runs code from the '
+                                  'file): where you trust the file, convert it once to an open_clip state dict (load the model '
+                                  "with PyTorch's full unpickler, then safetensors.torch.save_file(model.state_dict(), 'model.safetensors')) "
+                                  'and pass the .safetensors file') from e
+        raise CheckpointError(f'{path} is not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}): the file is corrupt or '
+                              'truncated; save or download it again') from e
+    sd = sd.get('state_dict', sd) if isinstance(sd, dict) else sd
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise CheckpointError(f'{path} holds no state dict of tensors; save the model with save_edited or as safetensors')
+    return {k.removeprefix('module.'): v for k, v in sd.items()}
+
+def check_state_dict(model: nn.Module, sd: dict, what: str, fix: str = 'pass the model name and image size it was saved from') -> None:
+    "CheckpointError naming a few missing keys, unexpected keys and shape mismatches unless `sd` fits `model` exactly."
+    own = model.state_dict()
+    missing, unexpected = sorted(own.keys() - sd.keys()), sorted(sd.keys() - own.keys())
+    bad = sorted(k for k in sd.keys() & own.keys() if tuple(sd[k].shape) != tuple(own[k].shape))
+    if missing or unexpected or bad:
+        shapes = {k: f'{tuple(sd[k].shape)} in the file, {tuple(own[k].shape)} here' for k in bad[:3]}
+        raise CheckpointError(f'{what}: {len(missing)} missing keys {missing[:3]}, {len(unexpected)} unexpected keys '
+                              f'{unexpected[:3]}, {len(bad)} other shapes {shapes}; {fix}')
+
+def _open_clip_layout(model: nn.Module, sd: dict) -> dict:
+    "The format changes open_clip's own loader makes: the old text-tower layout, 1-d logit scale and bias, dropped position ids."
+    from open_clip.model import convert_to_custom_text_state_dict
+    if 'positional_embedding' in sd and not hasattr(model, 'positional_embedding'): sd = convert_to_custom_text_state_dict(sd)
+    for k in ('logit_scale', 'logit_bias'):
+        if k in sd and isinstance(getattr(model, k, None), torch.Tensor) and sd[k].ndim != getattr(model, k).ndim:
+            sd[k] = sd[k].reshape(getattr(model, k).shape)
+    if 'text.transformer.embeddings.position_ids' not in model.state_dict(): sd.pop('text.transformer.embeddings.position_ids', None)
+    return sd
+
 def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, image_size: int | None = None,
-                   offline: bool | None = None) -> DualEncoder:
-    "A real open_clip model behind the DualEncoder interface; downloads as open_clip does unless `hub_offline(offline)`."
+                   offline: bool | None = None, init_seed: int | None = None) -> DualEncoder:
+    """A real open_clip model behind the DualEncoder interface, built for `image_size` (its own when None); `pretrained`
+    is None (random weights, seeded by `init_seed` when given), a tag (downloads as open_clip does unless
+    `hub_offline(offline)`) or a checkpoint file."""
     if name.startswith('hf-hub:') or name in open_clip.list_models(): pass
     else: raise KeyError(f'unknown open_clip model {name!r}: use one of open_clip.list_models() or "hf-hub:org/repo"')
-    looks_like_file = pretrained is not None and ('/' in str(pretrained) or str(pretrained).endswith(('.safetensors', '.pt', '.bin', '.pth')))
-    if looks_like_file and not Path(str(pretrained)).exists():
+    looks_like_file = pretrained is not None and ('/' in str(pretrained) or os.sep in str(pretrained) or str(pretrained).endswith(CHECKPOINT_EXTS))
+    if looks_like_file and not Path(str(pretrained)).is_file():
         raise FileNotFoundError(f'checkpoint file {pretrained} does not exist; pass the path of a local open_clip checkpoint '
                                 f"(e.g. load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors'))")
     if pretrained is not None and not looks_like_file:
         if pretrained not in open_clip.list_pretrained_tags_by_model(name) and not name.startswith('hf-hub:'):
             raise KeyError(f'{name!r} has no pretrained tag {pretrained!r}; tags: {open_clip.list_pretrained_tags_by_model(name)}, '
                            'or pass a local checkpoint path')
+    if image_size is not None:
+        image_size = check_count(image_size, 'image_size', 8, 4096, hint='the input side in pixels the tower is built for, e.g. 32 or 224')
+        if pretrained is not None and not looks_like_file:
+            raise ValueError(f'pretrained {name}/{pretrained} runs at its own input size: leave out the image size, or pass a '
+                             'checkpoint file built at that size')
     off = hub_offline(offline)
     tag_cfg = {} if pretrained is None or looks_like_file else (open_clip.get_pretrained_cfg(name, pretrained) or {})
     if off and tag_cfg.get('url') and not tag_cfg.get('hf_hub'):     # a plain URL download: open_clip has no offline mode for it
@@ -775,15 +885,25 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
         if not cached.exists():
             raise FileNotFoundError(f'offline, and {name!r}/{pretrained!r} is not in the local cache ({cached}): download '
                                     f"{tag_cfg['url']} there, or run once with offline=False, or pass its local path as pretrained=")
+    sd = read_state_dict(pretrained) if looks_like_file else None       # an unreadable file is named before any model is built
     with hub_mode(off):
-        try: model = open_clip.create_model(name, pretrained=pretrained)
-        except Exception as e:
-            how = ('it is not in the local cache: run once with offline=False (or HF_HUB_OFFLINE unset) on a machine '
-                   'with internet, or download the checkpoint and pass its local path') if off else \
-                  'the download or the checkpoint failed: check the network, or download the checkpoint and pass its local path'
-            raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r}{" offline" if off else ""} '
-                                    f'({type(e).__name__}: {e}); {how}: '
-                                    f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
+        if pretrained is None or looks_like_file:                       # built here at the size asked, then the file's tensors
+            with torch.random.fork_rng(devices=[], enabled=init_seed is not None):
+                if init_seed is not None: torch.manual_seed(check_seed(init_seed, 'init_seed'))
+                model = open_clip.create_model(name, **({'force_image_size': image_size} if image_size else {}))
+            if sd is not None:
+                sd = _open_clip_layout(model, sd)
+                check_state_dict(model, sd, f'{pretrained} is not a {name} checkpoint at image size {image_size or "(its own)"}')
+                model.load_state_dict(sd)
+        else:
+            try: model = open_clip.create_model(name, pretrained=pretrained)
+            except Exception as e:
+                how = ('it is not in the local cache: run once with offline=False (or HF_HUB_OFFLINE unset) on a machine '
+                       'with internet, or download the checkpoint and pass its local path') if off else \
+                      'the download or the checkpoint failed: check the network, or download the checkpoint and pass its local path'
+                raise FileNotFoundError(f'could not load {name!r} with pretrained={pretrained!r}{" offline" if off else ""} '
+                                        f'({type(e).__name__}: {e}); {how}: '
+                                        f"load_open_clip({name!r}, pretrained='/path/to/open_clip_model.safetensors')") from e
         if tokenizer is None:
             try: tokenizer = open_clip.get_tokenizer(name)
             except Exception as e:
@@ -794,4 +914,5 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))
     return DualEncoder(f'{name}@{pretrained}', model.eval(), tokenizer, size, cfg.get('mean', open_clip.OPENAI_DATASET_MEAN),
-                       cfg.get('std', open_clip.OPENAI_DATASET_STD), meta={'open_clip': name, 'pretrained': pretrained})
+                       cfg.get('std', open_clip.OPENAI_DATASET_STD),
+                       meta={'open_clip': name, 'pretrained': pretrained, 'image_size': image_size, 'init_seed': init_seed})

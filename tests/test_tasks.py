@@ -82,3 +82,40 @@ def test_transfer_vit_b32_to_rn50_through_the_public_api(folder_task_name, tmp_p
     assert again.weights_hash() == edited.weights_hash()
     accs = [zero_shot_accuracy(e, test) for e in (target, edited, again)]
     assert all(0.0 <= a <= 1.0 for a in accs) and accs[1] == accs[2]
+
+
+def test_a_registered_task_through_the_zoo_helpers(tmp_path):
+    "register_* -> build_zoo (a micro zoo family, few steps) -> get_zoo -> finetune, make_grid, heldout_split, zoo_descriptors."
+    from platonic_ta import zoo
+    from platonic_ta.descriptors import zoo_descriptors
+    fams = zoo.MICRO['families'][:1]                                                  # one family keeps it quick
+    name = 'pt_tinted'
+    folder = make_image_folder(tmp_path / 'tinted', n_per_class=6, size=16)          # red, green, blue: words of the world
+    register_folder_task(name, folder, templates=['a {} object'], progress=False)
+    try:
+        zdir = tmp_path / 'zoo'
+        zoo.build_zoo(fams, [name], zoo=zdir, pretrain_steps=2, finetune_steps=2, progress=False)
+        Z = zoo.get_zoo(str(zdir))
+        assert Z.families == [f for f in zoo.FAMILIES if f in fams] and Z.tasks == [name]
+        base = Z.base(fams[0])
+        ft, _, losses = zoo.finetune(base, name, steps=2, distill=0.0, progress=False)
+        assert len(losses) == 2 and ft.weights_hash() != base.weights_hash()
+        grid = make_grid(name, 6, seed=0)
+        held = heldout_split(name, exclude=grid)
+        assert len(held) == world.load_task(name, 'train').images.shape[0] - 6
+        descs = zoo_descriptors(Z, {name: grid}, EmbeddingCache(tmp_path / 'cache', progress=False), progress=False)
+        assert set(descs) == {(f, name) for f in fams} and all(D.shape == (6, 3) and D.U.abs().max() > 0 for D in descs.values())
+        # the same name with other images: never resumed from the old fine-tunes
+        register_folder_task(name, make_image_folder(tmp_path / 'other', n_per_class=6, size=16, seed=1),
+                             templates=['a {} object'], overwrite=True, progress=False)
+        with pytest.raises(ValueError, match='other data under the task name'):
+            zoo.build_zoo(fams, [name], zoo=zdir, pretrain_steps=2, finetune_steps=2, progress=False)
+        # prompts in words the families cannot read: named before any pretraining; another process's workers: refused
+        register_folder_task(name, folder, overwrite=True, progress=False)                # default templates 'a photo of a {}.'
+        for kw, says in ((dict(workers=1), r"does not know \['blue\.'"), (dict(workers=2), 'workers=1')):
+            with pytest.raises((KeyError, ValueError), match=says):
+                zoo.build_zoo(zoo.MICRO['families'], [name], zoo=tmp_path / 'none', pretrain_steps=2, progress=False, **kw)
+        assert not (tmp_path / 'none').exists() or not list((tmp_path / 'none').glob('*/base.*'))
+        with pytest.raises(KeyError, match=f"task '{name}'.*does not know"): zoo.finetune(base, name, steps=1, progress=False)
+    finally:
+        world.unregister_task(name)

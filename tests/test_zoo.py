@@ -128,3 +128,38 @@ def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
     save_artifact(p, {'w': torch.zeros(2)}, {'kind': 'x'})
     js = p.with_suffix('.json'); b = bytearray(js.read_bytes()); b[0] ^= 0x80; js.write_bytes(bytes(b))
     with pytest.raises(ArtifactError, match='not valid JSON'): load_artifact(p)
+
+@pytest.fixture(scope='module')
+def small_vit_file(tmp_path_factory):
+    "A ViT-S/32 built for 32 px, saved as safetensors: (encoder, path)."
+    from safetensors.torch import save_file
+    enc = zoo.load_open_clip('ViT-S-32-alt', image_size=32, init_seed=0)
+    path = tmp_path_factory.mktemp('ckpt') / 'vit_s32_at32.safetensors'
+    save_file({k: v.contiguous() for k, v in enc.model.state_dict().items()}, str(path))
+    return enc, path
+
+def test_image_size_builds_the_tower_at_that_size(small_vit_file):
+    "The positional embedding is the 32 px grid's (one patch + class token), and 32 px images go through the tower as they are."
+    enc, _ = small_vit_file
+    assert tuple(enc.model.visual.positional_embedding.shape) == (2, 384) and enc.image_size == 32
+    x = world.load_task('shapes', 'test', 3).images
+    assert x.shape[-1] == 32 and enc.preprocess(x).shape[-1] == 32 and enc.encode_image(x).shape == (3, enc.embed_dim)
+    assert tuple(enc.model.visual.image_size) == (32, 32)
+    from platonic_ta.cli import open_clip_encoder                 # the command line builds the same model
+    assert open_clip_encoder('ViT-S-32-alt', 'random', 32, init_seed=0).weights_hash() == enc.weights_hash()
+    with pytest.raises(ValueError, match='its own input size'): zoo.load_open_clip('RN50', pretrained='openai', image_size=32)
+
+def test_a_checkpoint_of_another_architecture_names_the_keys_not_a_download(small_vit_file, tmp_path):
+    enc, path = small_vit_file
+    again = zoo.load_open_clip('ViT-S-32-alt', pretrained=str(path), image_size=32)
+    assert again.weights_hash() == enc.weights_hash()
+    with pytest.raises(zoo.CheckpointError) as e:                  # another architecture: keys on both sides
+        zoo.load_open_clip('RN50', pretrained=str(path), image_size=32)
+    msg = str(e.value)
+    assert all(w in msg for w in ('missing keys', 'transformer.resblocks.', 'unexpected keys', 'visual.class_embedding', 'other shapes'))
+    assert 'could not load' not in msg and 'network' not in msg     # not reported as a failed download
+    with pytest.raises(zoo.CheckpointError, match=r'other shapes .*visual\.positional_embedding.*\(2, 384\) in the file'):
+        zoo.load_open_clip('ViT-S-32-alt', pretrained=str(path))          # the same architecture at its own size (224 px)
+    (tmp_path / 'bad.safetensors').write_bytes(b'\x00' * 64)
+    with pytest.raises(zoo.CheckpointError, match='corrupt') as e: zoo.load_open_clip('RN50', pretrained=str(tmp_path / 'bad.safetensors'))
+    assert 'could not load' not in str(e.value) and 'network' not in str(e.value)
