@@ -42,11 +42,12 @@ $(LAB_STAMP): $(STAMP)
 sync: install
 	bash tools/check_sync.sh
 
-# pytest runs on two workers (pytest-xdist); tests that time processes of their own run after, one at a time.
+# pytest runs on two workers (pytest-xdist), one thread each (two would contend for the two cores); tests that time
+# processes of their own run after, one at a time.
 # Every notebook runs inside pytest: the stage notebooks as papermill smoke runs, the others under nbdev_test.
 test: install sync
 	d=$$(mktemp -d) && export PLATONIC_TA_TEST_CACHE=$$d && \
-	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup && \
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup && \
 	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial; rc=$$?; rm -rf $$d; exit $$rc
 
 # JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
