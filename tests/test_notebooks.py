@@ -24,7 +24,7 @@ SMOKE = {
                                   'composition.cells_both_gain_share_own', 'composition.cross_pair_gain_a05',
                                   'composition.cross_pair_control_cost_a05', 'composition.negation_removed_l05',
                                   'composition.negation_control_cost_l05']),
-    '05_adapter.ipynb': (dict(n_eval_zoo=100, ridge_floors=[1e-8, 1e-2], adapter_steps_zoo=20),
+    '05_adapter.ipynb': (dict(n_eval_zoo=100, ridge_floors=[1e-8, 1e-2]),
                          ['adapter.mean_gap_to_closed_form', 'adapter.control_gap_to_closed_form', 'adapter.s_per_edit',
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
     '06_residuals.ipynb': (dict(ridge_floor=0.01, n_eval_zoo=100), ['residuals.mean_dispersion', 'residuals.median_amplification',
