@@ -182,14 +182,14 @@ def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0)
     unlabeled training images of every other task, drawn past that task's own probes; the task's own prompts."""
     n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each other task (0: none)')
     datas = list({d.name: d for d in (_resolve_task(t, 'train') for t in tasks)}.values())
-    own = {d.name: make_grid(d, n_probes, seed) for d in datas}
-    if not n_context or len(datas) < 2: return own
+    if not n_context or len(datas) < 2: return {d.name: make_grid(d, n_probes, seed) for d in datas}
     short = [f'{d.name} ({len(d.images)})' for d in datas if len(d.images) < n_probes + n_context]
     if short: raise ValueError(f"n_probes + n_context = {n_probes + n_context} is more than the training split of {short}: "
                                f"ask for fewer context images")
-    extra = {d.name: make_grid(d, n_probes + n_context, seed).images[n_probes:] for d in datas}
-    return {t: Grid(task=t, images=torch.cat([g.images] + [extra[u] for u in own if u != t]), prompts=g.prompts,
-                    classnames=g.classnames, probe_index=g.probe_index, seed=g.seed, sources=list(own))
+    drawn = {d.name: make_grid(d, n_probes + n_context, seed) for d in datas}   # one draw a task: own probes are its prefix
+    own = {t: sub_grid(g, n_probes) for t, g in drawn.items()}
+    return {t: Grid(task=t, images=torch.cat([g.images] + [drawn[u].images[n_probes:] for u in own if u != t]),
+                    prompts=g.prompts, classnames=g.classnames, probe_index=g.probe_index, seed=g.seed, sources=list(own))
             for t, g in own.items()}
 
 # %% ../nbs/02_descriptors.ipynb #ba24e221
