@@ -1,7 +1,8 @@
 "Papermill smoke test: every stage notebook runs headless with small parameters and records its keys."
-import json, re, shutil
+import json, math, re, shutil
 import papermill as pm
 import pytest
+from fastcore.test import test_eq
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +55,10 @@ SLOW_SMOKE = {
     '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
 }
 
+# numbered notebooks without a papermill smoke run, and why (nbdev_test runs them in make test, slow cells skipped)
+NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '09_baselines.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
+
 def run_stage(nb, params, out: Path) -> Path:
     "Run stage notebook `nb` with papermill into `out`; its report folder."
     report = out / 'report'
@@ -67,11 +72,51 @@ def run_stage(nb, params, out: Path) -> Path:
                           for nb in sorted(SLOW_SMOKE)])
 def test_stage_notebook_runs(nb, params, keys, tmp_path, cache_dir):
     report = run_stage(nb, params, tmp_path)
-    if not keys: return
-    metrics = json.loads((report / 'metrics.json').read_text())
-    missing = [k for k in keys if k not in metrics]
-    assert not missing, f'{nb} did not record {missing}'
-    assert all(isinstance(v, (int, float)) for v in metrics.values())
+    problems = smoke_problems(tmp_path / nb, report, keys)
+    assert not problems, f'{nb}: ' + '; '.join(problems)
+
+def metric_problems(metrics: dict, keys) -> list:
+    "What is wrong with a stage's recorded `metrics`: a key of `keys` missing, a value that is not a finite number."
+    out = [f'did not record {k}' for k in keys if k not in metrics]
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)): out.append(f'{k} is {v!r}, not a number')
+        elif not math.isfinite(v): out.append(f'{k} is {v}, not finite')
+    return out
+
+def smoke_problems(executed: Path, report: Path, keys) -> list:
+    """What is wrong with a smoke run: a code cell of the executed notebook that did not run, a metrics file that
+    is missing, unreadable or wrong (`metric_problems`), or metrics recorded by a notebook whose SMOKE entry lists none."""
+    cells = json.loads(executed.read_text())['cells']
+    out = [f'code cell {i} did not run' for i, c in enumerate(cells)
+           if c['cell_type'] == 'code' and c.get('source') and c.get('execution_count') is None]
+    path = report / 'metrics.json'
+    if not keys:
+        if path.exists(): out.append(f'recorded {sorted(json.loads(path.read_text()))}: list what it must record in SMOKE')
+        return out
+    if not path.exists(): return out + [f'recorded no metrics (no {path.name}); SMOKE expects {keys}']
+    try: metrics = json.loads(path.read_text())
+    except json.JSONDecodeError as e: return out + [f'{path.name} is not valid JSON ({e})']
+    return out + metric_problems(metrics, keys)
+
+def test_smoke_problems_catch_a_bad_run(tmp_path):
+    "A planted run: metrics that are not numbers, a missing key, a cell that never ran, metrics nobody expects."
+    nb = tmp_path / 'x.ipynb'
+    cell = lambda n: dict(cell_type='code', source='x = 1', execution_count=n, metadata={}, outputs=[])
+    nb.write_text(json.dumps(dict(cells=[cell(1), dict(cell_type='markdown', source='# X'), cell(2)])))
+    report = tmp_path / 'report'; report.mkdir()
+    test_eq(smoke_problems(nb, report, []), [])
+    test_eq(smoke_problems(nb, report, ['x.a']), ["recorded no metrics (no metrics.json); SMOKE expects ['x.a']"])
+    (report / 'metrics.json').write_text('{"x.a": 1.5, "x.b": true, "x.c": "fast", "x.d": NaN, "x.e": null}')
+    test_eq(smoke_problems(nb, report, ['x.a', 'x.f']),
+            ['did not record x.f', 'x.b is True, not a number', "x.c is 'fast', not a number", 'x.d is nan, not finite',
+             'x.e is None, not a number'])
+    test_eq(smoke_problems(nb, report, []), ["recorded ['x.a', 'x.b', 'x.c', 'x.d', 'x.e']: list what it must record in SMOKE"])
+    (report / 'metrics.json').write_text('{"x.a": 1.5, "x.b": 2}')
+    test_eq(smoke_problems(nb, report, ['x.a', 'x.b']), [])
+    nb.write_text(json.dumps(dict(cells=[cell(1), cell(None)])))
+    test_eq(smoke_problems(nb, report, ['x.a']), ['code cell 1 did not run'])
+    (report / 'metrics.json').write_text('{"x.a": 1.5,')
+    assert smoke_problems(nb, report, ['x.a'])[-1].startswith('metrics.json is not valid JSON')
 
 # The notebooks without a smoke entry above run under nbdev's own test runner (their `#| slow` cells skipped, as
 # `nbdev_test` does), each in a process of its own; the smoke runs execute every cell of the others already.
@@ -90,10 +135,56 @@ def test_every_notebook_runs_in_make_test():
     every = {p.name for p in (ROOT / 'nbs').glob('*.ipynb')}
     assert every == set(SMOKE) | set(NBDEV_ONLY) and not set(SMOKE) - every, sorted(set(SMOKE) ^ every - set(NBDEV_ONLY))
 
+def parameter_names(path: Path):
+    "The names the notebook's `parameters` cell assigns (`a = 1`, `a, b = 1, 2`); None when no cell is tagged `parameters`."
+    import ast
+    cells = json.loads(path.read_text())['cells']
+    src = next((''.join(c['source']) for c in cells if 'parameters' in c.get('metadata', {}).get('tags', [])), None)
+    if src is None: return None
+    names = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+def smoke_table_problems(nbs: Path, smoke: dict, slow_smoke: dict, no_smoke: dict) -> list:
+    """What is wrong with the smoke tables for the numbered notebooks of `nbs`: a notebook with no cell tagged
+    `parameters`, one in no table (or in two), an entry for a notebook that does not exist, a smoke parameter its
+    `parameters` cell does not define (papermill would inject it as a new variable and run the small default)."""
+    numbered = sorted(p.name for p in nbs.glob('[0-9]*.ipynb'))
+    runs = [(k.split('@')[0], params) for table in (smoke, slow_smoke) for k, (params, _) in table.items()]
+    out = [f'{nb}: in SMOKE or SLOW_SMOKE but not in {nbs.name}/' for nb in sorted({n for n, _ in runs} - set(numbered))]
+    out += [f'{nb}: in NO_SMOKE but not in {nbs.name}/' for nb in sorted(set(no_smoke) - set(numbered))]
+    for nb in numbered:
+        tables = [name for name, t in (('SMOKE', smoke), ('SLOW_SMOKE', slow_smoke), ('NO_SMOKE', no_smoke))
+                  if nb in {k.split('@')[0] for k in t}]
+        if len(tables) != 1: out.append(f'{nb}: in {tables or "no table"}; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)')
+        names = parameter_names(nbs / nb)
+        if names is None: out.append(f'{nb}: no cell tagged parameters'); continue
+        out += [f'{nb}: smoke parameter {k!r} is not in its parameters cell' for n, params in runs if n == nb
+                for k in sorted(set(params) - names)]
+    return out
+
 def test_every_stage_notebook_has_a_smoke_entry_and_parameters():
-    for nb in sorted(p.name for p in (ROOT / 'nbs').glob('[0-9]*.ipynb')):
-        cells = json.loads((ROOT / 'nbs' / nb).read_text())['cells']
-        assert any('parameters' in c.get('metadata', {}).get('tags', []) for c in cells), f'{nb}: no cell tagged parameters'
+    problems = smoke_table_problems(ROOT / 'nbs', SMOKE, SLOW_SMOKE, NO_SMOKE)
+    assert not problems, '\n'.join(problems)
+
+def test_smoke_table_problems_catch_planted_notebooks(tmp_path):
+    "A planted nbs/ folder: a notebook without an entry, one without parameters, a misspelt smoke parameter."
+    def nb(name, params=True, source='n_eval = 10'):
+        cells = [dict(id='c0', cell_type='code', source=source, metadata=dict(tags=['parameters'] if params else []),
+                      outputs=[], execution_count=None)]
+        (tmp_path / name).write_text(json.dumps(dict(cells=cells, metadata=dict(kernelspec=dict(name='python3', language='python',
+                                     display_name='python3')), nbformat=4, nbformat_minor=5)))
+    nb('00_a.ipynb'); nb('01_b.ipynb', source='n_eval, n_evals = 1, 2'); nb('02_c.ipynb', params=False); nb('index.ipynb', params=False)
+    test_eq(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_eval=5), [])}, {}, {'01_b.ipynb': 'why'}),
+            ['02_c.ipynb: in no table; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)', '02_c.ipynb: no cell tagged parameters'])
+    test_eq(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_evals=5), []), '01_b.ipynb': (dict(n_evals=5), []), '09_z.ipynb': ({}, [])},
+                                 {'00_a.ipynb@big': ({}, [])}, {'02_c.ipynb': 'why'}),
+            ['09_z.ipynb: in SMOKE or SLOW_SMOKE but not in ' + tmp_path.name + '/',
+             "00_a.ipynb: in ['SMOKE', 'SLOW_SMOKE']; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)",
+             "00_a.ipynb: smoke parameter 'n_evals' is not in its parameters cell", '02_c.ipynb: no cell tagged parameters'])
 
 TIMING = re.compile(r'(_s|_ms|_ms_tiny|per_s|_s_per_edit|seconds|load_avg_1min)$')   # wall and CPU times, machine load
 
