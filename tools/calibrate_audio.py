@@ -1,8 +1,8 @@
-"""Calibrate the audio world's grounding rates on one audio family (dev tool): pretrain with rate overrides, then
-zero-shot and a linear probe per task, and source fine-tunes of some tasks (their accuracy and the controls' move).
+"""Calibrate the audio world's grounding rates on one audio family (dev tool).
 
-Usage: .venv/bin/python tools/calibrate_audio.py FAMILY TAG '{"events": 0.1, ...}' [STEPS] [FT_TASKS]
-  FT_TASKS: comma-separated tasks to fine-tune with the family's recipe (default: none)."""
+Pretrains the family with grounding-rate overrides, then prints zero-shot and linear-probe accuracy per audio task,
+and the accuracy of source fine-tunes of some tasks with how far each moves the other tasks.
+Example: .venv/bin/python tools/calibrate_audio.py FAMILY try1 '{"events": 0.1}' 400 events,genres"""
 import sys, time, json, torch
 torch.set_num_threads(1)
 from platonic_ta import audio_world
@@ -10,10 +10,20 @@ from platonic_ta.audio_zoo import AUDIO_FAMILIES, pretrain_audio, finetune_audio
 from platonic_ta.zoo import linear_probe_accuracy
 
 if __name__ == '__main__':
-    fam, tag = sys.argv[1], sys.argv[2]
-    rates = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    steps = int(sys.argv[4]) if len(sys.argv) > 4 else None
-    ft_tasks = [t for t in (sys.argv[5] if len(sys.argv) > 5 else '').split(',') if t]
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolargs import tool_parser, json_object, check_names
+    ap = tool_parser(__doc__)
+    ap.add_argument('family', choices=list(AUDIO_FAMILIES), metavar='FAMILY', help='the audio family to pretrain: %(choices)s')
+    ap.add_argument('tag', help='a name for this try, printed on every line')
+    ap.add_argument('rates', nargs='?', type=json_object, default={},
+                    help='grounding rate per audio task, e.g. \'{"events": 0.1}\' (default: the world\'s own)')
+    ap.add_argument('steps', nargs='?', type=int, default=None, help="pretraining steps (default: the family's own)")
+    ap.add_argument('ft_tasks', nargs='?', default='', help="comma-separated tasks to fine-tune with the family's recipe (default: none)")
+    a = ap.parse_args()
+    fam, tag, rates, steps = a.family, a.tag, a.rates, a.steps
+    ft_tasks = [t for t in a.ft_tasks.split(',') if t]
+    check_names(ap, 'audio tasks', [*rates, *ft_tasks], audio_world.TASKS)
     for t, r in rates.items(): audio_world.TASKS[t].grounding = float(r)
     t0, c0 = time.time(), time.process_time()
     enc, losses = pretrain_audio(fam, steps, progress=False)

@@ -1,9 +1,8 @@
-"""Calibrate the source fine-tune recipe on one pretrained family (dev tool): per edit task, zero-shot, probe,
-fine-tuned accuracy and the cost on each control.
+"""Calibrate the source fine-tune recipe on one pretrained family (dev tool).
 
-Usage: .venv/bin/python tools/calibrate_finetune.py FAMILY BASE '{"distill": 7.0, ...}' [TASK ...]
-  BASE: a base artefact path without suffix (e.g. _runs/calibrate/vit_w96_A) or a zoo folder.
-  The JSON holds fine-tune overrides (FINETUNE's keys), and optionally "save": a folder for the LoRA factors. 500 test images per task, probe on 1,000 training images."""
+Prints, per edit task, zero-shot, probe and fine-tuned accuracy and the cost on each control; 500 test images per
+task, probe on 1,000 training images.
+Example: .venv/bin/python tools/calibrate_finetune.py vit_w96 _runs/calibrate/vit_w96_A '{"distill": 7.0}' weaves grounds"""
 import sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
@@ -25,9 +24,18 @@ def base_encoder(fam, base):
 def acc(enc, d, T): return (predict(enc, d.images, T) == d.labels).float().mean().item()
 
 if __name__ == '__main__':
-    fam, base = sys.argv[1], sys.argv[2]
-    over = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    tasks = sys.argv[4:] or world.list_tasks(controls=False)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolargs import tool_parser, json_object, check_names
+    ap = tool_parser(__doc__)
+    ap.add_argument('family', choices=list(FAMILIES), metavar='FAMILY', help='the zoo family of the base: %(choices)s')
+    ap.add_argument('base', help='a base artefact path without suffix (e.g. _runs/calibrate/vit_w96_A) or a zoo folder')
+    ap.add_argument('overrides', nargs='?', type=json_object, default={},
+                    help='fine-tune overrides (FINETUNE\'s keys), and optionally "save": a folder for the LoRA factors')
+    ap.add_argument('tasks', nargs='*', help='edit tasks to fine-tune (default: every edit task)')
+    a = ap.parse_args()
+    fam, base, over = a.family, a.base, a.overrides
+    tasks = a.tasks or world.list_tasks(controls=False)
+    check_names(ap, 'tasks', tasks, world.list_tasks())
     out = over.pop('save', None)   # a folder: keep each fine-tune's LoRA factors there
     enc = base_encoder(fam, base)
     ctrl = {c: world.load_task(c, 'test', 500) for c in world.list_tasks(controls=True)}

@@ -1,9 +1,8 @@
-"""Calibrate the world's grounding rates on one zoo family (dev tool): pretrain with rate overrides, then zero-shot
-and linear probe per task.
+"""Calibrate the world's grounding rates on one zoo family (dev tool).
 
-Usage: .venv/bin/python tools/calibrate_grounding.py FAMILY TAG '{"weaves": 0.01, ...}' ['{"embed_dim": 128}']
-  The optional second JSON overrides the family's spec (FamilySpec fields).
-Weights go to _runs/calibrate/FAMILY_TAG (or $CALIBRATE_OUT/FAMILY_TAG); evaluation as tools/eval_family.py."""
+Pretrains the family with grounding-rate overrides, saves its weights to _runs/calibrate/FAMILY_TAG (or
+$CALIBRATE_OUT/FAMILY_TAG), then prints zero-shot and linear-probe accuracy per task (as tools/eval_family.py).
+Example: .venv/bin/python tools/calibrate_grounding.py vit_w96 try1 '{"weaves": 0.01}' '{"embed_dim": 128}'"""
 import os, sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
@@ -13,9 +12,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from eval_family import evaluate
 
 if __name__ == '__main__':
-    fam, tag = sys.argv[1], sys.argv[2]
-    rates = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    spec = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    from toolargs import tool_parser, json_object, check_names
+    ap = tool_parser(__doc__)
+    ap.add_argument('family', choices=list(FAMILIES), metavar='FAMILY', help='the zoo family to pretrain: %(choices)s')
+    ap.add_argument('tag', help='a name for this try: the weights go to FAMILY_TAG')
+    ap.add_argument('rates', nargs='?', type=json_object, default={},
+                    help='grounding rate per task, e.g. \'{"weaves": 0.01}\' (default: the world\'s own)')
+    ap.add_argument('spec', nargs='?', type=json_object, default={},
+                    help='overrides of the family\'s FamilySpec fields, e.g. \'{"embed_dim": 128}\'')
+    a = ap.parse_args()
+    fam, tag, rates, spec = a.family, a.tag, a.rates, a.spec
+    check_names(ap, 'tasks', rates, world.TASKS)
+    check_names(ap, 'FamilySpec fields', spec, [f.name for f in dataclasses.fields(FAMILIES[fam])])
     for t, r in rates.items(): world.TASKS[t].grounding = float(r)
     f = dataclasses.replace(FAMILIES[fam], **spec)
     t0 = time.time(); enc, losses = pretrain(f, progress=False)

@@ -1,10 +1,10 @@
-"""Diagnose what limits a zoo family (dev tool). Three diagnostics: features u against embeddings z, tasks without their domain shift, and fine-tune strength per family.
+"""Diagnose what limits a zoo family (dev tool): features u against embeddings z, tasks without their domain shift, fine-tune strength.
 
-Usage: .venv/bin/python tools/diagnose_family.py WHAT FAMILY [ZOO] [JSON]
+WHAT is one of:
   features   probe on the tower's pre-projection features u against the embedding z, and a random-init tower's
   unshifted  zero-shot and probe on the hard tasks as shipped, then rendered without their domain shift ('photo')
   finetune   seed-0 fine-tunes of every task with FINETUNE overrides JSON (e.g. '{"lr": 0.0015}'): mean gain, control cost
-ZOO defaults to the shipped zoo. Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread."""
+Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread."""
 import sys, json, torch, torch.nn.functional as F
 from sklearn.linear_model import LogisticRegression
 from platonic_ta import world
@@ -56,10 +56,19 @@ def finetunes(fam, zoo, overrides):
     print(f'{fam} {overrides}: mean gain {sum(gains) / len(gains):.2f}, mean control cost {sum(costs) / len(costs):.2f}')
 
 if __name__ == '__main__':
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolargs import tool_parser, json_object
+    from platonic_ta.zoo import FAMILIES
+    ap = tool_parser(__doc__)
+    ap.add_argument('what', choices=['features', 'unshifted', 'finetune'], metavar='WHAT', help='the diagnostic to run: %(choices)s (see below)')
+    ap.add_argument('family', choices=list(FAMILIES), metavar='FAMILY', help='the zoo family to diagnose: %(choices)s')
+    ap.add_argument('zoo', nargs='?', default=None, help='the zoo folder (default: the shipped zoo)')
+    ap.add_argument('overrides', nargs='?', type=json_object, default={}, help="`finetune` only: FINETUNE overrides, e.g. '{\"lr\": 0.0015}'")
+    a = ap.parse_args()
+    if a.overrides and a.what != 'finetune': ap.error('fine-tune overrides go with `finetune` only')
     torch.set_num_threads(1)
-    what, fam = sys.argv[1], sys.argv[2]
-    zoo = sys.argv[3] if len(sys.argv) > 3 else shipped_zoo_dir()
-    if what == 'features': features(fam, zoo)
-    elif what == 'unshifted': unshifted(fam, zoo)
-    elif what == 'finetune': finetunes(fam, zoo, json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
-    else: sys.exit(f'unknown WHAT {what!r}: features, unshifted or finetune')
+    zoo = a.zoo if a.zoo is not None else shipped_zoo_dir()
+    if a.what == 'features': features(a.family, zoo)
+    elif a.what == 'unshifted': unshifted(a.family, zoo)
+    else: finetunes(a.family, zoo, a.overrides)

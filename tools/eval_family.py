@@ -1,8 +1,7 @@
 """Evaluate one built zoo family (dev tool): zero-shot, linear probe and its seed-0 fine-tunes, per task.
 
-Usage: .venv/bin/python tools/eval_family.py FAMILY ZOO_FOLDER
 Evaluation: 500 test images per task, probe fitted on 1,000 training images, one thread
-(`evaluate` is shared with tools/calibrate_family.py)."""
+(`evaluate` is shared with tools/calibrate_family.py and tools/calibrate_grounding.py)."""
 import sys, torch
 from pathlib import Path
 from platonic_ta.zoo import load_base, load_finetune, class_embeddings, predict, linear_probe_accuracy, ArtifactError
@@ -20,8 +19,15 @@ def evaluate(enc, finetuned=None, tasks=None):
         print(line, flush=True)
 
 if __name__ == '__main__':
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolargs import tool_parser
+    from platonic_ta.zoo import FAMILIES
+    ap = tool_parser(__doc__)
+    ap.add_argument('family', choices=list(FAMILIES), metavar='FAMILY', help='the zoo family to evaluate: %(choices)s')
+    ap.add_argument('zoo', type=Path, help='the zoo folder holding its base and fine-tunes')
+    a = ap.parse_args()
     torch.set_num_threads(1)
-    fam, zoo = sys.argv[1], Path(sys.argv[2])
+    fam, zoo = a.family, a.zoo
     enc = load_base(fam, zoo)
     def seed0(t):
         try: return load_finetune(fam, t, 0, zoo, enc), ''

@@ -1,9 +1,7 @@
 """Prototype (dev tool): cross-model transfer of saved calibration fine-tunes, with and without anchor probes.
 
-Usage: .venv/bin/python tools/proto_transfer.py TARGET_FAM TARGET_BASE SOURCE_FAM SOURCE_BASE FT_DIR N_ANCHORS [TASK ...]
-  *_BASE: base artefact paths (tools/calibrate_grounding.py); FT_DIR: LoRA factors saved by tools/calibrate_finetune.py.
-  Grids: 500 probes of each task (+ N_ANCHORS caption-corpus images as extra probes); ridges 'auto' with a floor
-  of 1e-2; strengths 0.5 and 1; 500 test images per task and control."""
+Grids: 500 probes of each task (+ N_ANCHORS caption-corpus images as extra probes); ridges 'auto' above a floor
+(--floor); strengths 0.5 and 1; 500 test images per task and control."""
 import sys, json, copy, torch
 torch.set_num_threads(1)
 from pathlib import Path
@@ -23,10 +21,24 @@ def grid_with_anchors(task, n, anchors):
     return Grid(task=f'{task}+a{anchors}', images=torch.cat([g.images, extra]), prompts=g.prompts, classnames=g.classnames)
 
 if __name__ == '__main__':
-    tf, tb, sf, sb, ftdir, anchors = sys.argv[1:7]
-    anchors = int(anchors)
-    FLOOR = float(__import__('os').environ.get('FLOOR', '1e-2'))
-    tasks = sys.argv[7:] or world.list_tasks(controls=False)
+    from toolargs import tool_parser, check_names
+    from platonic_ta.zoo import FAMILIES
+    ap = tool_parser(__doc__)
+    ap.add_argument('target_family', choices=list(FAMILIES), metavar='TARGET_FAMILY', help='the zoo family of the target: %(choices)s')
+    ap.add_argument('target_base', help='the target\'s base artefact path (tools/calibrate_grounding.py)')
+    ap.add_argument('source_family', choices=list(FAMILIES), metavar='SOURCE_FAMILY', help='the zoo family of the source: %(choices)s')
+    ap.add_argument('source_base', help='the source\'s base artefact path (tools/calibrate_grounding.py)')
+    ap.add_argument('ft_dir', help='the LoRA factors saved by tools/calibrate_finetune.py ("save")')
+    ap.add_argument('anchors', type=int, help='caption-corpus images added to each grid as extra probes (0: none)')
+    ap.add_argument('tasks', nargs='*', help='edit tasks to transfer (default: every edit task)')
+    ap.add_argument('--floor', type=float, default=float(__import__('os').environ.get('FLOOR', '1e-2')),
+                    help='the smallest relative ridge the label-free choice may pick (default: $FLOOR or 1e-2)')
+    a = ap.parse_args()
+    if a.anchors < 0: ap.error(f'anchors is {a.anchors}: give 0 or more')
+    tf, tb, sf, sb, ftdir, anchors, FLOOR = (a.target_family, a.target_base, a.source_family, a.source_base, a.ft_dir,
+                                             a.anchors, a.floor)
+    tasks = a.tasks or world.list_tasks(controls=False)
+    check_names(ap, 'tasks', tasks, world.list_tasks(controls=False))
     target, source = base_encoder(tf, tb), base_encoder(sf, sb)
     cache = EmbeddingCache('/tmp/proto_cache', progress=False)
     evals = {t: world.load_task(t, 'test', 500) for t in tasks + world.list_tasks(controls=True)}
