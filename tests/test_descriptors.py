@@ -1,6 +1,5 @@
 "Checks of platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
-import hashlib, json, warnings
-from collections import Counter
+import json, warnings
 from pathlib import Path
 
 import pytest
@@ -9,54 +8,11 @@ import torch
 from platonic_ta.descriptors import (CacheCorruptionWarning, Descriptor, DescriptorFileError, EmbeddingCache, Grid,
                                      GridMismatchError, affinity, consistency_summary, descriptor, descriptor_cosine,
                                      make_grid, union_grid, unit)
-
-
-class ToyTask:
-    "Stand-in for platonic_ta.world.TaskData."
-    def __init__(self, name='toy', n=30, n_classes=3, seed=0):
-        g = torch.Generator().manual_seed(seed)
-        self.images = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8)
-        self.labels = torch.randint(0, n_classes, (n,), generator=g)
-        self.classnames = [f'{name} class {i}' for i in range(n_classes)]
-        self.templates = ['a photo of a {}.', 'a drawing of a {}.']
-        self.name = name
-
-
-class ToyEncoder:
-    "Stand-in for platonic_ta.zoo.DualEncoder that counts forward passes."
-    def __init__(self, name='toy', d=8, k=5, seed=0, ft=0.0):
-        torch.manual_seed(seed)
-        self.model = torch.nn.ModuleDict(dict(P=torch.nn.Linear(3 * 32 * 32, k), C=torch.nn.Linear(k, d),
-                                              T=torch.nn.Linear(256, d))).eval()
-        if ft:
-            with torch.no_grad(): self.model.C.weight += ft * torch.randn(self.model.C.weight.shape)
-        self.name, self.preprocess_id = name + ('-ft' if ft else ''), 'toy'
-        self.calls = Counter()
-
-    def features(self, images):
-        self.calls['image'] += 1
-        assert not torch.is_grad_enabled(), "the cache must run the encoder under torch.no_grad()"
-        assert not self.model.training, "the cache must run the encoder in eval mode"
-        u = torch.tanh(self.model.P(images.float().flatten(1) / 255))
-        return u, self.model.C(u)
-
-    def encode_image(self, images): return self.features(images)[1]
-
-    def encode_text(self, texts):
-        self.calls['text'] += 1
-        bags = torch.zeros(len(texts), 256)
-        for i, s in enumerate(texts):
-            for b in s.encode(): bags[i, b] += 1
-        return self.model.T(bags / bags.sum(1, keepdim=True))
-
-    def weights_hash(self):
-        h = hashlib.sha256()
-        for k, v in sorted(self.model.state_dict().items()): h.update(k.encode()); h.update(v.numpy().tobytes())
-        return h.hexdigest()[:16]
+from platonic_ta.toys import ToyEncoder, ToyTask
 
 
 @pytest.fixture
-def grid(): return make_grid(ToyTask(), 10, seed=0)
+def grid(): return make_grid(ToyTask(n=30, n_classes=3), 10, seed=0)
 
 
 def test_cache_hit_runs_no_forward_pass(tmp_path, grid):
@@ -102,9 +58,9 @@ def test_grid_mismatch_error(tmp_path, grid):
     assert D.check_grid(grid) is D
     reordered = Grid(grid.task, grid.images.flip(0), grid.prompts, grid.classnames)
     with pytest.raises(GridMismatchError, match='another order'): D.check_grid(reordered)
-    with pytest.raises(GridMismatchError, match='other probes'): D.check_grid(make_grid(ToyTask(), 10, seed=1))
+    with pytest.raises(GridMismatchError, match='other probes'): D.check_grid(make_grid(ToyTask(n=30, n_classes=3), 10, seed=1))
     with pytest.raises(GridMismatchError, match='other prompts'):
-        D.check_grid(make_grid(ToyTask(), 10, seed=0, templates=['{}']))
+        D.check_grid(make_grid(ToyTask(n=30, n_classes=3), 10, seed=0, templates=['{}']))
     # the check survives a save/load round trip (it works from the manifest, without pixels)
     D.save(tmp_path / 'd')
     with pytest.raises(GridMismatchError, match='another order'): Descriptor.load(tmp_path / 'd').check_grid(reordered)
@@ -149,11 +105,11 @@ def test_descriptor_files_missing_or_corrupt(tmp_path, grid):
 
 
 def test_make_grid_too_many_probes():
-    with pytest.raises(ValueError, match='has 30 images'): make_grid(ToyTask(), 31)
+    with pytest.raises(ValueError, match='has 30 images'): make_grid(ToyTask(n=30), 31)
 
 
 def test_union_grid_protocol(tmp_path):
-    ga, gb = make_grid(ToyTask('a', seed=1), 6), make_grid(ToyTask('b', seed=2), 4)
+    ga, gb = make_grid(ToyTask('a', n_classes=3, seed=1), 6), make_grid(ToyTask('b', n_classes=3, seed=2), 4)
     gu = union_grid([ga, gb])
     assert (gu.N, gu.M) == (10, 6)
     cache = EmbeddingCache(tmp_path)
