@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The pattern texts themselves are spelt so that this file does not match them.
 HOUSE = {
     'tracker reference': r'\bissues?\s*(?:#|no\.\s*)?\s*\d+\b|\bissue[ -](?:bar|tracker|number|list|board)s?\b|\bgh-\d+\b',
-    'acceptance bar': r'(?:^|[#>*"]\s*|\bthe\s+)bars?:|\b\d+[- ]?(?:minute|min|second)[- ]bars?\b'
+    'process bar': r'(?:^|[#>*"]\s*|\bthe\s+)bars?:|\b\d+[- ]?(?:minute|min|second)[- ]bars?\b'
                       r'|\b(?:speed|acceptance|quality|review|budget|test[- ]time)[- ]bars?\b',
     'work session': r'\bsessions?\s*#?\s*\d+\b|\b(?:previous|last|next|earlier|later|prior|this) sessions?\b'
                     r'|\bsession[- ](?:notes?|log|brief|report|handoff)\b',
@@ -23,8 +23,8 @@ HOUSE = {
 }
 _HOUSE = {k: re.compile(v, re.IGNORECASE) for k, v in HOUSE.items()}
 # a line is matched against a kind's pattern only when it holds one of these words (lower case): the scan stays fast
-_WORDS = {'tracker reference': ('issue', 'gh-'), 'acceptance bar': ('bar',), 'work session': ('session',),
-          'working note': ('note', 'lead engineer'), 'outside file': ('design', 'shared', '/work')}
+_WORDS = {'tracker reference': ('issue', 'gh-'), 'process bar': ('bar',), 'work session': ('session',),
+          'working note': ('note', 'engineer'), 'outside file': ('design', 'shared', '/work')}
 
 TEXT = re.compile(r'(\.(py|ipynb|md|qmd|ini|cfg|toml|ya?ml|sh|json|txt)|Makefile|\.gitignore|\.ci/run)$')
 
@@ -63,7 +63,7 @@ def test_tracked_text_speaks_only_of_the_project():
 # before the check, so that this file itself stays clean)
 PLANTED = [(l.replace('|', ''), k) for l, k in [
     ('see iss|ue #12 for the plan', 'tracker reference'), ('fixed under the iss|ue bar', 'tracker reference'),
-    ('# ba|rs: 15 minutes on CPU', 'acceptance bar'), ('keeps the 15-minute b|ar', 'acceptance bar'),
+    ('# ba|rs: 15 minutes on CPU', 'process bar'), ('keeps the 15-minute b|ar', 'process bar'),
     ('added in sess|ion 5', 'work session'), ('as the previous sess|ion found', 'work session'),
     ('written down in no|tes/helper.md', 'working note'), ('per the lead no|te', 'working note'),
     ('the contract (DES|IGN.md)', 'outside file'), ('summarised in ../sha|red/x', 'outside file'),

@@ -2,7 +2,7 @@
 import json, math, re, shutil
 import papermill as pm
 import pytest
-from fastcore.test import test_eq
+from fastcore.test import test_eq as same   # an alias: pytest would collect `test_eq` as a test
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,17 +105,17 @@ def test_smoke_problems_catch_a_bad_run(tmp_path):
     cell = lambda n: dict(cell_type='code', source='x = 1', execution_count=n, metadata={}, outputs=[])
     nb.write_text(json.dumps(dict(cells=[cell(1), dict(cell_type='markdown', source='# X'), cell(2)])))
     report = tmp_path / 'report'; report.mkdir()
-    test_eq(smoke_problems(nb, report, []), [])
-    test_eq(smoke_problems(nb, report, ['x.a']), ["recorded no metrics (no metrics.json); SMOKE expects ['x.a']"])
+    same(smoke_problems(nb, report, []), [])
+    same(smoke_problems(nb, report, ['x.a']), ["recorded no metrics (no metrics.json); SMOKE expects ['x.a']"])
     (report / 'metrics.json').write_text('{"x.a": 1.5, "x.b": true, "x.c": "fast", "x.d": NaN, "x.e": null}')
-    test_eq(smoke_problems(nb, report, ['x.a', 'x.f']),
+    same(smoke_problems(nb, report, ['x.a', 'x.f']),
             ['did not record x.f', 'x.b is True, not a number', "x.c is 'fast', not a number", 'x.d is nan, not finite',
              'x.e is None, not a number'])
-    test_eq(smoke_problems(nb, report, []), ["recorded ['x.a', 'x.b', 'x.c', 'x.d', 'x.e']: list what it must record in SMOKE"])
+    same(smoke_problems(nb, report, []), ["recorded ['x.a', 'x.b', 'x.c', 'x.d', 'x.e']: list what it must record in SMOKE"])
     (report / 'metrics.json').write_text('{"x.a": 1.5, "x.b": 2}')
-    test_eq(smoke_problems(nb, report, ['x.a', 'x.b']), [])
+    same(smoke_problems(nb, report, ['x.a', 'x.b']), [])
     nb.write_text(json.dumps(dict(cells=[cell(1), cell(None)])))
-    test_eq(smoke_problems(nb, report, ['x.a']), ['code cell 1 did not run'])
+    same(smoke_problems(nb, report, ['x.a']), ['code cell 1 did not run'])
     (report / 'metrics.json').write_text('{"x.a": 1.5,')
     assert smoke_problems(nb, report, ['x.a'])[-1].startswith('metrics.json is not valid JSON')
 
@@ -179,9 +179,9 @@ def test_smoke_table_problems_catch_planted_notebooks(tmp_path):
         (tmp_path / name).write_text(json.dumps(dict(cells=cells, metadata=dict(kernelspec=dict(name='python3', language='python',
                                      display_name='python3')), nbformat=4, nbformat_minor=5)))
     nb('00_a.ipynb'); nb('01_b.ipynb', source='n_eval, n_evals = 1, 2'); nb('02_c.ipynb', params=False); nb('index.ipynb', params=False)
-    test_eq(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_eval=5), [])}, {}, {'01_b.ipynb': 'why'}),
+    same(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_eval=5), [])}, {}, {'01_b.ipynb': 'why'}),
             ['02_c.ipynb: in no table; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)', '02_c.ipynb: no cell tagged parameters'])
-    test_eq(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_evals=5), []), '01_b.ipynb': (dict(n_evals=5), []), '09_z.ipynb': ({}, [])},
+    same(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_evals=5), []), '01_b.ipynb': (dict(n_evals=5), []), '09_z.ipynb': ({}, [])},
                                  {'00_a.ipynb@big': ({}, [])}, {'02_c.ipynb': 'why'}),
             ['09_z.ipynb: in SMOKE or SLOW_SMOKE but not in ' + tmp_path.name + '/',
              "00_a.ipynb: in ['SMOKE', 'SLOW_SMOKE']; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)",
