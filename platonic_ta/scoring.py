@@ -123,7 +123,7 @@ class Scorer:
 
 # %% ../nbs/04b_scoring.ipynb #ab64e639
 def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
-    "Bool mask (n,): the prediction of each record cannot change when `Ez` is added to `z_ref` (the bound derived above)."
+    "Bool mask (n,): records whose prediction provably cannot change when `Ez` is added to `z_ref`."
     rtol = check_number(rtol, 'rtol', lo=0, hint='a relative tolerance >= 0, e.g. 1e-9')
     for x, nm in ((z_ref, 'z_ref'), (Ez, 'Ez'), (T_unit, 'T_unit')):
         if not isinstance(x, torch.Tensor) or x.ndim != 2:
