@@ -17,7 +17,8 @@ import torch
 def run(where, dtype, a, zoo, world, cache_dir):
     "One pass of the transfer path with every model on `where` in `dtype`; a dict of results and timings."
     from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache
-    from platonic_ta.composition import OperatorBank, Scorer
+    from platonic_ta.composition import OperatorBank
+    from platonic_ta.scoring import Scorer
     from platonic_ta.adapter import fit_adapter
     Z = zoo.get_zoo('full', build=False)
     src, tgt = Z.families[0], Z.families[1]

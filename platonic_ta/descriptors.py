@@ -17,13 +17,14 @@ from tqdm.auto import tqdm
 from . import __version__
 from .zoo import digest_scope
 from .guards import (atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing,
-                                 json_digest)
+                                 json_digest, few)
 
 # %% auto #0
-__all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'make_grid', 'union_grid',
-           'zoo_grids', 'sub_grid', 'CacheCorruptionWarning', 'cache_root', 'EmbeddingCache', 'affinity', 'descriptor',
-           'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine', 'consistency_matrix',
-           'consistency_summary', 'descriptor_store', 'zoo_descriptors']
+__all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'make_grid',
+           'union_grid', 'zoo_grids', 'sub_grid', 'CacheCorruptionWarning', 'cache_root', 'tensor_checksum',
+           'read_safetensors', 'EmbeddingCache', 'affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError',
+           'Descriptor', 'unit', 'descriptor_cosine', 'consistency_matrix', 'consistency_summary', 'descriptor_store',
+           'zoo_descriptors', 'descriptor_matrix', 'consensus_descriptor', 'shuffled_descriptor']
 
 # %% ../nbs/02_descriptors.ipynb #034357e0
 def _sha(data: bytes | str, n: int = 16) -> str:
@@ -114,21 +115,27 @@ class Grid:
 
     def locate(self, other: 'Grid') -> tuple[torch.Tensor, torch.Tensor]:
         "Row and column positions of `other`'s probes and prompts in this grid (so `A[rows][:, cols]` is `other`'s block)."
-        pos = {}
-        for i, h in enumerate(self.probe_hashes): pos.setdefault(h, i)
-        missing = [i for i, h in enumerate(other.probe_hashes) if h not in pos]
-        cpos = {}
-        for j, p in enumerate(self.prompts): cpos.setdefault(tuple(p), j)
-        cmiss = [other.classnames[j] for j, p in enumerate(other.prompts) if tuple(p) not in cpos]
+        rows, cols, missing, cmiss = grid_positions(self.probe_hashes, self.prompts, other.probe_hashes, other.prompts)
+        cmiss = [other.classnames[j] for j in cmiss]
         if missing or cmiss:
             raise ValueError(f"grid {other.task!r} is not contained in grid {self.task!r}: "
                              f"{len(missing)} of its probes (positions {_few(missing)}) and {len(cmiss)} of its classes "
                              f"({_few(cmiss)}) are missing; build the common grid with union_grid([...])")
-        return (torch.tensor([pos[h] for h in other.probe_hashes], dtype=torch.long),
-                torch.tensor([cpos[tuple(p)] for p in other.prompts], dtype=torch.long))
+        return rows, cols
 
     def __repr__(self):
         return f"Grid(task={self.task!r}, N={self.N}, M={self.M}, grid_hash={self.grid_hash!r})"
+
+def grid_positions(probe_hashes, prompts, want_hashes, want_prompts) -> tuple:
+    """Positions of `want_hashes` among `probe_hashes` and of `want_prompts` among `prompts` (first occurrence):
+    `(rows, cols, missing_rows, missing_cols)`; the last two list the indices into `want_*` that were not found."""
+    pos, cpos = {}, {}
+    for i, h in enumerate(probe_hashes): pos.setdefault(h, i)
+    for j, p in enumerate(prompts): cpos.setdefault(tuple(p), j)
+    missing = [i for i, h in enumerate(want_hashes) if h not in pos]
+    cmiss = [j for j, p in enumerate(want_prompts) if tuple(p) not in cpos]
+    return (torch.tensor([pos.get(h, -1) for h in want_hashes], dtype=torch.long),
+            torch.tensor([cpos.get(tuple(p), -1) for p in want_prompts], dtype=torch.long), missing, cmiss)
 
 # %% ../nbs/02_descriptors.ipynb #3d881b41
 def _resolve_task(task, split: str = 'train'):
@@ -211,7 +218,8 @@ def cache_root() -> Path:
     env = os.environ.get('PLATONIC_TA_CACHE')
     return Path(env).expanduser() if env else Path.home() / '.cache' / 'platonic_ta'
 
-def _tensor_checksum(tensors: dict) -> str:
+def tensor_checksum(tensors: dict) -> str:
+    "SHA-256 over named tensors (sorted by name): what a saved file records to tie its parts together."
     h = hashlib.sha256()
     for k in sorted(tensors):
         t = tensors[k]
@@ -225,7 +233,8 @@ def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict, overwrit
 
 from .guards import atomic_write_text
 
-def _read_safetensors(path: Path) -> tuple[dict, dict]:
+def read_safetensors(path: Path) -> tuple[dict, dict]:
+    "`(tensors, metadata)` of a safetensors file."
     with safe_open(str(path), framework='pt') as f:
         meta = f.metadata() or {}
         return {k: f.get_tensor(k) for k in f.keys()}, meta
@@ -289,13 +298,13 @@ class EmbeddingCache:
         "The tensors of the valid cache file `path`, or None (a corrupt file is deleted with a warning)."
         if not path.exists(): return None
         try:
-            tensors, meta = _read_safetensors(path)
+            tensors, meta = read_safetensors(path)
             problem = None
             if meta.get('key') != json.dumps(key, sort_keys=True): problem = 'its key does not match the request'
             elif sorted(tensors) != sorted(names): problem = f'it holds {sorted(tensors)}, expected {sorted(names)}'
             elif any(t.ndim != 2 or t.shape[0] != n_rows for t in tensors.values()):
                 problem = f'shapes {[tuple(t.shape) for t in tensors.values()]} do not have {n_rows} rows'
-            elif meta.get('checksum') != _tensor_checksum(tensors): problem = 'its checksum does not match its contents'
+            elif meta.get('checksum') != tensor_checksum(tensors): problem = 'its checksum does not match its contents'
             elif not all(torch.isfinite(t).all() for t in tensors.values()): problem = 'it holds NaN or Inf'
         except FileNotFoundError: return None
         except Exception as e:  # safetensors raises its own error type for truncated or garbled files
@@ -318,7 +327,7 @@ class EmbeddingCache:
                     self.misses += 1
                     outs = compute()
                     tensors = dict(zip(names, outs))
-                    meta = dict(key=json.dumps(key, sort_keys=True), checksum=_tensor_checksum(tensors),
+                    meta = dict(key=json.dumps(key, sort_keys=True), checksum=tensor_checksum(tensors),
                                 encoder=str(encoder.name), label=label, library_version=__version__)
                     try: _atomic_save_safetensors(tensors, path, meta, overwrite=False)
                     except FileExistsError: pass     # written meanwhile by a process without the lock: same key
@@ -473,7 +482,7 @@ class Descriptor:
     def manifest(self) -> dict:
         return dict(format=_FORMAT, format_version=1, library_version=self.version, task=self.task,
                     grid_hash=self.grid_hash, shape=list(self.shape), dtype=str(self.U.dtype).replace('torch.', ''),
-                    u_checksum=_tensor_checksum({'U': self.U.detach().cpu()}), source=self.source, base=self.base,
+                    u_checksum=tensor_checksum({'U': self.U.detach().cpu()}), source=self.source, base=self.base,
                     probe_hashes=self.probe_hashes, prompts=self.prompts, classnames=self.classnames)
 
     def save(self, path, overwrite: bool = False) -> Path:
@@ -504,7 +513,7 @@ class Descriptor:
             raise DescriptorFileError(f"{js} is not valid JSON ({e}); {fix}") from e
         if not isinstance(man, dict) or man.get('format') != _FORMAT:
             raise DescriptorFileError(f"{js} is not a platonic_ta descriptor manifest; {fix}")
-        try: tensors, meta = _read_safetensors(st)
+        try: tensors, meta = read_safetensors(st)
         except Exception as e:
             raise DescriptorFileError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
         if 'U' not in tensors: raise DescriptorFileError(f"{st} holds no matrix 'U'; {fix}")
@@ -515,7 +524,7 @@ class Descriptor:
         if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
             raise DescriptorFileError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or "
                                       f"edited by hand); {fix}")
-        if list(U.shape) != man.get('shape') or _tensor_checksum({'U': U}) != man.get('u_checksum'):
+        if list(U.shape) != man.get('shape') or tensor_checksum({'U': U}) != man.get('u_checksum'):
             raise DescriptorFileError(f"{st} does not hold the matrix its manifest describes (shape {list(U.shape)} vs "
                                       f"{man.get('shape')}, or a checksum mismatch); {fix}")
         try:
@@ -558,15 +567,10 @@ class Descriptor:
 
     def restrict(self, grid: Grid) -> 'Descriptor':
         "The block of this descriptor on `grid`, whose probes and prompts it must contain (e.g. one task of a union grid)."
-        pos = {}
-        for i, h in enumerate(self.probe_hashes): pos.setdefault(h, i)
-        cpos = {}
-        for j, p in enumerate(self.prompts): cpos.setdefault(tuple(p), j)
-        miss = sum(h not in pos for h in grid.probe_hashes), sum(tuple(p) not in cpos for p in grid.prompts)
-        if any(miss):
+        r, c, miss_r, miss_c = grid_positions(self.probe_hashes, self.prompts, grid.probe_hashes, grid.prompts)
+        if miss_r or miss_c:
             raise GridMismatchError(f"grid {grid.task!r} is not contained in this descriptor's grid ({self.task!r}): "
-                                    f"{miss[0]} probes and {miss[1]} classes are missing")
-        r = torch.tensor([pos[h] for h in grid.probe_hashes]); c = torch.tensor([cpos[tuple(p)] for p in grid.prompts])
+                                    f"{len(miss_r)} probes and {len(miss_c)} classes are missing")
         return Descriptor(self.U[r][:, c].clone(), grid.task, grid.probe_hashes, grid.prompts, grid.classnames,
                           dict(self.source), dict(self.base), self.version)
 
@@ -662,8 +666,8 @@ def descriptor_store() -> Path:
 
 def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(0,), families=None,
                     progress: bool = True) -> dict:
-    """{(family, task): Descriptor} for every fine-tune in zoo `Z` (a `platonic_ta.zoo.Zoo`), task t measured on
-    `grids[t]` (a task's own grid, or a shared union grid); with several seeds the key is (family, task, seed)."""
+    """{(family, task, seed): Descriptor} for every fine-tune in zoo `Z` (a `platonic_ta.zoo.Zoo`) of the given seeds,
+    task t measured on `grids[t]` (a task's own grid, or a shared union grid)."""
     cache = cache if cache is not None else EmbeddingCache()
     seeds = [check_seed(s) for s in seeds]
     out = {}
@@ -684,5 +688,53 @@ def zoo_descriptors(Z, grids: dict, cache: EmbeddingCache | None = None, seeds=(
         if D is None:
             D = Descriptor.from_encoders(ft, base, grids[t], cache)
             D.save(path, overwrite=True)     # the name is the content's (weights and grid hashes): replace a bad copy
-        out[(f, t) if len(seeds) == 1 else (f, t, s)] = D
+        out[(f, t, s)] = D
     return out
+
+# %% ../nbs/02_descriptors.ipynb #9563adfa
+def descriptor_matrix(D, key) -> torch.Tensor:
+    "The N×M matrix of a `Descriptor` or of a bare tensor, checked (2-D, float, finite); errors name `key`."
+    U = D.U if isinstance(D, Descriptor) else D
+    if not isinstance(U, torch.Tensor):
+        raise TypeError(f"descriptor {key!r} must be a Descriptor or an N×M torch tensor, got {type(D).__name__}")
+    if U.ndim != 2: raise ValueError(f"descriptor {key!r} must be N×M, got shape {tuple(U.shape)}")
+    if not U.is_floating_point(): raise TypeError(f"descriptor {key!r} has dtype {U.dtype}: pass a float tensor")
+    if not torch.isfinite(U).all(): raise ValueError(f"descriptor {key!r} has NaN or Inf entries: recompute it")
+    return U
+
+def consensus_descriptor(descriptors: Sequence, source: str = 'consensus'):
+    "Mean of the unit descriptors, rescaled to the mean of their norms; `Descriptor`s in give a `Descriptor` out."
+    descriptors = list(descriptors)
+    if not descriptors: raise ValueError("consensus_descriptor needs at least one descriptor of the task")
+    Us = [descriptor_matrix(D, f'descriptors[{i}]') for i, D in enumerate(descriptors)]
+    are_desc = [isinstance(D, Descriptor) for D in descriptors]
+    if all(are_desc):
+        hashes = {D.grid_hash for D in descriptors}
+        if len(hashes) > 1:
+            raise GridMismatchError(f"descriptors are on {len(hashes)} different grids ({few(hashes, 12)}): a consensus "
+                                    f"averages one task's descriptors on its one grid")
+    shapes = {tuple(U.shape) for U in Us}
+    if len(shapes) > 1: raise ValueError(f"descriptors have shapes {sorted(shapes)}: a consensus needs one grid")
+    dt = torch.promote_types(torch.float64 if any(U.dtype == torch.float64 for U in Us) else torch.float32, Us[0].dtype)
+    norms = torch.stack([U.to(dt).norm() for U in Us])
+    zero = (norms == 0).nonzero().flatten().tolist()
+    if zero: raise ValueError(f"descriptors {zero} are all zeros: a fine-tune that changed nothing has no direction")
+    mean_unit = torch.stack([U.to(dt) / n for U, n in zip(Us, norms)]).mean(0)
+    m = mean_unit.norm()
+    if m == 0: raise ValueError("the unit descriptors cancel exactly: their consensus has no direction")
+    s = mean_unit * (norms.mean() / m)
+    if not all(are_desc): return s
+    d0 = descriptors[0]
+    members = [dict(model=D.source.get('model'), weights_hash=D.source.get('weights_hash')) for D in descriptors]
+    return Descriptor(s, d0.task, d0.probe_hashes, d0.prompts, d0.classnames,
+                      dict(model=source, members=members), dict(model=source, members=[D.base for D in descriptors]))
+
+def shuffled_descriptor(U, seed: int = 0):
+    "The null: `U` with its rows (probes) permuted by a seeded permutation; `Descriptor` in, `Descriptor` out."
+    M = descriptor_matrix(U, 'U')
+    seed = check_seed(seed)
+    perm = torch.randperm(M.shape[0], generator=torch.Generator().manual_seed(seed))
+    out = M[perm].clone()
+    if not isinstance(U, Descriptor): return out
+    tag = dict(null='rows shuffled', seed=seed)
+    return Descriptor(out, U.task, U.probe_hashes, U.prompts, U.classnames, {**U.source, **tag}, dict(U.base))

@@ -14,13 +14,14 @@ from .guards import (check_number, check_count, check_seed, check_alloc, atomic_
                                 check_kind)
 
 # %% auto #0
-__all__ = ['svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator', 'embedding_route_features', 'head_route_features',
-           'RidgeSelection', 'select_ridges', 'plot_ridge_sweep', 'EditRecordError', 'EditStackError',
-           'weights_hash_of', 'edit_record', 'base_weights_hash', 'check_stack', 'record_edit', 'fold_operator',
-           'save_edited', 'load_edited', 'fold_rel_err']
+__all__ = ['as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator',
+           'embedding_route_features', 'head_route_features', 'RidgeSelection', 'select_ridges', 'plot_ridge_sweep',
+           'EditRecordError', 'EditStackError', 'weights_hash_of', 'edit_record', 'base_weights_hash', 'check_stack',
+           'record_edit', 'fold_operator', 'save_edited', 'load_edited', 'fold_rel_err']
 
 # %% ../nbs/03_factorization.ipynb #d928d701
-def _as_tensor(x, name: str) -> torch.Tensor:
+def as_tensor(x, name: str) -> torch.Tensor:
+    "`x` (a torch tensor or a numpy array) as a real float tensor (integers to float64, half precision to float32)."
     if isinstance(x, torch.Tensor): t = x
     elif isinstance(x, np.ndarray): t = torch.from_numpy(x)
     else: raise TypeError(f"{name} must be a torch tensor or a numpy array, got {type(x).__name__}")
@@ -29,7 +30,8 @@ def _as_tensor(x, name: str) -> torch.Tensor:
     elif t.dtype in (torch.float16, torch.bfloat16): t = t.float()
     return t
 
-def _check_finite(t: torch.Tensor, name: str):
+def check_finite(t: torch.Tensor, name: str):
+    "Raise a `ValueError` naming `name` and the first bad position if `t` holds NaN or Inf."
     bad = ~torch.isfinite(t)
     if bad.any():
         first = tuple(bad.nonzero()[0].tolist())
@@ -53,15 +55,15 @@ def _out(t: torch.Tensor, as_numpy: bool):
 # %% ../nbs/03_factorization.ipynb #6ad08808
 def svd_factors(X):
     "Thin SVD `X = P diag(S) Qᵀ`: returns `(P, S, Q)` with `P: n×r`, `S: r`, `Q: m×r`, `r = min(n, m)`."
-    X = _as_tensor(X, 'X')
+    X = as_tensor(X, 'X')
     if X.ndim != 2: raise ValueError(f"X must be a 2-D matrix, got shape {tuple(X.shape)}")
     P, S, Qh = torch.linalg.svd(X, full_matrices=False)
     return P, S, Qh.mT
 
 def ridge_filter(s, rho):
     "`φ_ρ(s) = s/(s² + ρ)` (absolute `ρ`); with `ρ = 0`, the pseudo-inverse filter `1/s` (0 for negligible `s`)."
-    s = _as_tensor(s, 's')
-    _check_finite(s, 's')
+    s = as_tensor(s, 's')
+    check_finite(s, 's')
     rho = _check_ridge(rho, 'rho')
     if rho > 0: return s / (s * s + rho)
     cut = (s.abs().max() if s.numel() else 0) * max(s.shape[-1], 1) * torch.finfo(s.dtype).eps
@@ -70,11 +72,11 @@ def ridge_filter(s, rho):
 # %% ../nbs/03_factorization.ipynb #60bcc340
 def _prep_FT(F, T):
     "Validate `F` (N×k) and `T` (M×d); return `F` and the unit rows `T̂`, on F's device in the promoted dtype."
-    F, T = _as_tensor(F, 'F'), _as_tensor(T, 'T')
+    F, T = as_tensor(F, 'F'), as_tensor(T, 'T')
     for t, nm, shape in ((F, 'F', 'N×k (one row per probe)'), (T, 'T', 'M×d (one row per prompt)')):
         if t.ndim != 2: raise ValueError(f"{nm} must be {shape}, got shape {tuple(t.shape)}")
         if min(t.shape) == 0: raise ValueError(f"{nm} is empty (shape {tuple(t.shape)}): pass {shape}")
-        _check_finite(t, nm)
+        check_finite(t, nm)
     dtype = torch.promote_types(F.dtype, T.dtype)
     F, T = F.to(dtype), T.to(device=F.device, dtype=dtype)
     n = _nonzero_rows(T, 'T', "every prompt needs a non-zero text embedding; drop those prompts (and the "
@@ -84,7 +86,7 @@ def _prep_FT(F, T):
 def _check_U(U, N: int, M: int, device):
     "Validate a descriptor (N×M, or a stack ...×N×M) against the grid; returns `(U, was_numpy)`."
     as_np = isinstance(U, np.ndarray)
-    U = _as_tensor(U, 'U')
+    U = as_tensor(U, 'U')
     if U.ndim < 2: raise ValueError(f"U must be N×M (or a stack ...×N×M), got shape {tuple(U.shape)}")
     if U.shape[-2] != N:
         raise ValueError(f"U has {U.shape[-2]} rows but F has {N} probes: pass U as N×M with one row per "
@@ -92,7 +94,7 @@ def _check_U(U, N: int, M: int, device):
     if U.shape[-1] != M:
         raise ValueError(f"U has {U.shape[-1]} columns but T has {M} prompts (rows): pass U as N×M with "
                          f"one column per prompt of T (same order)")
-    _check_finite(U, 'U')
+    check_finite(U, 'U')
     return U.to(device), as_np
 
 # %% ../nbs/03_factorization.ipynb #e6053ec8
@@ -149,22 +151,22 @@ def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None)
 def embedding_route_features(z):
     "`Ẑ = z/‖z‖` row-wise (N×d): the features `F` of the embedding route."
     as_np = isinstance(z, np.ndarray)
-    z = _as_tensor(z, 'z')
+    z = as_tensor(z, 'z')
     if z.ndim != 2: raise ValueError(f"z must be N×d image embeddings, got shape {tuple(z.shape)}")
-    _check_finite(z, 'z')
+    check_finite(z, 'z')
     n = _nonzero_rows(z, 'z', "an image embedding of norm 0 has no direction; drop those probes")
     return _out(z / n[:, None], as_np)
 
 def head_route_features(a, z):
     "`[a, 1]/‖z‖` row-wise (N×(k+1)): the features `F` of the head route (a = fc2 input, z = embedding)."
     as_np = isinstance(a, np.ndarray) and isinstance(z, np.ndarray)
-    a, z = _as_tensor(a, 'a'), _as_tensor(z, 'z')
+    a, z = as_tensor(a, 'a'), as_tensor(z, 'z')
     if a.ndim != 2 or z.ndim != 2:
         raise ValueError(f"a must be N×k (the fc2 inputs) and z N×d (the embeddings); got {tuple(a.shape)} and "
                          f"{tuple(z.shape)}")
     if a.shape[0] != z.shape[0]:
         raise ValueError(f"a has {a.shape[0]} rows but z has {z.shape[0]}: pass both for the same probes")
-    _check_finite(a, 'a'); _check_finite(z, 'z')
+    check_finite(a, 'a'); check_finite(z, 'z')
     n = _nonzero_rows(z, 'z', "an image embedding of norm 0 has no direction; drop those probes")
     dtype = torch.promote_types(a.dtype, z.dtype)
     a = a.to(device=z.device, dtype=dtype)
@@ -295,7 +297,7 @@ def _expected_shape(ll):
 @digest_scope()
 def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenance: dict | None = None):
     "Edited deep copy of `model` whose embedding is `(I + strength·W) z` (head route: `z + c(ΔW2 a + Δb2)`); see below."
-    W = _as_tensor(W, 'W')
+    W = as_tensor(W, 'W')
     c = check_number(strength, 'strength', hint='the edit strength c in (I + cW), e.g. 1.0')
     prior = check_stack(model, stack)
     ll = last_layer(model)
@@ -310,7 +312,7 @@ def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenan
                 if ll.kind != 'residual_head' and W.ndim == 2 and W.shape[0] == ll.d else "")
         raise ValueError(f"W has shape {tuple(W.shape)}, but the {ll.kind!r} last layer of {ll.tower} ({ll.path}) "
                          f"needs an operator of shape {want[0]}×{want[1]}{hint}")
-    _check_finite(W, 'W')
+    check_finite(W, 'W')
     edited = copy.deepcopy(model)
     ll = last_layer(edited)
     w = ll.weight
@@ -393,7 +395,7 @@ def fold_rel_err(model, x, W, strength: float = 1.0) -> float:
     ll = last_layer(model)
     with torch.no_grad():
         u, z = image_features(model, x)
-        W = _as_tensor(W, 'W').to(torch.float64)
+        W = as_tensor(W, 'W').to(torch.float64)
         if ll.kind == 'residual_head': want = z.double() + strength * (u.double() @ W[:, :ll.k].T + W[:, ll.k])
         else: want = z.double() @ (torch.eye(ll.d, dtype=torch.float64) + strength * W).T
         got = _model_of(fold_operator(model, W, strength, stack=True)).encode_image(x).double()

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'AllocationError', 'machine_memory',
-           'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'atomic_write_text', 'file_lock', 'file_kind',
-           'WrongKindError', 'json_digest', 'wrong_kind', 'check_kind']
+__all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'AllocationError',
+           'machine_memory', 'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'atomic_write_text',
+           'file_lock', 'file_kind', 'WrongKindError', 'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -59,6 +59,11 @@ SEED_MAX = 2 ** 63 - 1
 def check_seed(x, name: str = 'seed') -> int:
     "A seed: an int in `[0, 2⁶³ − 1]` (what `torch.Generator.manual_seed` takes without wrapping)."
     return check_count(x, name, 0, SEED_MAX, 'a seed is an int >= 0, e.g. 0')
+
+def few(items, k: int = 8) -> str:
+    "The first `k` of `items` as reprs for an error message, and how many there are in all when that is more."
+    items = list(items)
+    return ', '.join(map(repr, items[:k])) + (f', … ({len(items)} in all)' if len(items) > k else '')
 
 # %% ../nbs/01b_guards.ipynb #e54d915d
 class AllocationError(ValueError, MemoryError):

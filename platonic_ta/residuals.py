@@ -12,21 +12,21 @@ import numpy as np
 import torch
 
 from .descriptors import Descriptor, GridMismatchError, descriptor_cosine
-from .factorization import GridFactors, _as_tensor, _check_finite
+from .factorization import GridFactors, as_tensor, check_finite
 from .guards import check_number
 
 # %% auto #0
 __all__ = ['AGREEMENTS', 'PAPER', 'shared_component', 'residuals', 'dispersion', 'pairwise_cosines', 'mean_offdiag',
            'idealised_cosine', 'implied_dispersion', 'operator_agreement', 'shift_field', 'shift_field_agreement',
-           'amplification', 'forfeited_gain', 'pearson', 'task_residuals', 'edit_diagnostics', 'task_summary',
-           'agreement_correlations']
+           'amplification', 'bank_amplifications', 'retention_entries', 'forfeited_gain', 'pearson', 'task_residuals',
+           'edit_diagnostics', 'task_summary', 'agreement_correlations']
 
 # %% ../nbs/06_residuals.ipynb #34a35335
 def _tensor(x, name: str) -> torch.Tensor:
     "A finite float tensor from a tensor, a numpy array or a `Descriptor` (its matrix)."
     if isinstance(x, Descriptor): x = x.U
-    t = _as_tensor(x, name)
-    _check_finite(t, name)
+    t = as_tensor(x, name)
+    check_finite(t, name)
     return t
 
 def _nonzero(n: torch.Tensor, name: str, what: str):
@@ -185,6 +185,28 @@ def amplification(U_s, U_t, theta_s, theta_t) -> torch.Tensor:
     dU = (U_s - U_t).norm()
     _nonzero(dU, 'U_s − U_t', "the two descriptors are identical, so there is no residual to amplify")
     return ((theta_s - theta_t).norm() / nth) / (dU.to(nth.dtype) / nU.to(nth.dtype))
+
+# %% ../nbs/06_residuals.ipynb #70d830ab
+def bank_amplifications(bank, family: str, descriptors: Mapping, families: Sequence[str], tasks: Sequence[str]) -> list:
+    "`amplification` of every other family's operator against `family`'s own in its `bank`, per task (seed-0 descriptors)."
+    return [amplification(descriptors[(g, t, 0)].U.double(), descriptors[(family, t, 0)].U.double(), bank[(g, t)],
+                          bank[(family, t)]).item() for t in tasks for g in families if g != family]
+
+def retention_entries(cells: Sequence[Mapping], descriptors: Mapping, banks: Mapping, source_gain: Mapping,
+                      min_own_gain: float = 0.01) -> list:
+    "One entry per (cell, composed task) whose own gain exceeds `min_own_gain`: retention and the agreements beside it."
+    out = []
+    for c in cells:
+        for x in 'ab':
+            t = c[f'task_{x}']
+            if c[f'own_gain_{x}'] <= min_own_gain: continue
+            f, s = c['target'], c['source']
+            Us, Ut = descriptors[(s, t, 0)], descriptors[(f, t, 0)]
+            out.append(dict(target=f, source=s, task=t, own_gain=c[f'own_gain_{x}'], retention=c[f'retention_{x}'],
+                            desc_cos=descriptor_cosine(Us, Ut).item(),
+                            op_cos=operator_agreement(banks[f][(s, t)], banks[f][(f, t)]).item(),
+                            source_ft_gain=source_gain[(s, t)], norm_ratio=(Us.U.norm() / Ut.U.norm()).item()))
+    return out
 
 # %% ../nbs/06_residuals.ipynb #20db4e3b
 def forfeited_gain(gain_cross, gain_own, min_own: float = 0.0):

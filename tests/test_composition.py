@@ -1,4 +1,5 @@
-"Operator banks, the fast scorer, consensus/null sources, the certificate, sweeps and sliders (platonic_ta.composition)."
+"""Operator banks (composition), the fast scorer and the certificate (scoring), consensus/null sources (descriptors),
+sweeps and zoo helpers (analysis) and the sliders (widgets), on one tiny example."""
 import json, math, os
 import pytest, torch
 
@@ -8,10 +9,11 @@ from platonic_ta import world
 from platonic_ta.zoo import family_encoder
 from platonic_ta.descriptors import Descriptor, EmbeddingCache, GridMismatchError, make_grid
 from platonic_ta.factorization import GridFactors
-from platonic_ta.composition import (OperatorBank, Scorer, BankError, TargetMismatchError, consensus_descriptor,
-                                     shuffled_descriptor, certificate, certify_edit, certificate_rows, addition_sweep,
-                                     retention_rows, negation_sweep, multitask_scaling, make_sliders, rows_table,
-                                     route_of, class_text_embeddings)
+from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of, class_text_embeddings
+from platonic_ta.scoring import Scorer, certificate, certify_edit, certificate_rows
+from platonic_ta.descriptors import consensus_descriptor, shuffled_descriptor
+from platonic_ta.analysis import addition_sweep, retention_rows, negation_sweep, multitask_scaling
+from platonic_ta.widgets import make_sliders, rows_table
 
 TASKS = ('colours', 'tallies', 'shapes')
 SOURCES = ('rn_w16', 'timm_avg')
@@ -322,8 +324,8 @@ def test_sliders_hold_no_output_widget(tiny):
 
 
 # --- zoo helpers -------------------------------------------------------------------------------------------------
-from platonic_ta.composition import (source_key, null_key, zoo_seeds_present, heldout_split, floored_ridge_grid, zoo_bank,
-                                     weight_space_sum, cell_rows, median_retention)
+from platonic_ta.analysis import (source_key, null_key, zoo_seeds_present, heldout_split, floored_ridge_grid, zoo_bank,
+                                  weight_space_sum, cell_rows, median_retention)
 
 
 def test_names_and_floored_grid():
@@ -436,3 +438,25 @@ def test_sliders_alpha_per_task(tiny):
     rows, _ = sl.update(sl.initial_state())
     assert [r['role'] for r in rows] == ['control', 'composed', 'control']
     with pytest.raises(KeyError, match='no slider'): make_sliders(bank, sc, ['own'], tasks=['colours'], alpha={'shapes': 1.0})
+
+
+def test_statistics_and_the_heldout_floor_rule():
+    from platonic_ta.analysis import by_tertile, own_edit_gain, heldout_ridge_floor, null_retention
+    t = by_tertile(list(range(9)), [0, 0, 0, 1, 1, 1, 5, 5, 5], 'x')
+    assert [r['median_retention'] for r in t] == [0, 1, 5] and [r['n'] for r in t] == [3, 3, 3]
+    rows = {1e-8: [dict(gain_a=0.3, gain_b=0.1, control_gain=-0.3)], 1e-2: [dict(gain_a=0.2, gain_b=0.0, control_gain=0.0)]}
+    table = [dict(floor=f, **own_edit_gain(r)) for f, r in rows.items()]
+    assert heldout_ridge_floor(table) == 1e-2 and abs(table[0]['own_gain'] - 20.0) < 1e-9
+    cells = [dict(own_gain_a=0.2, own_gain_b=0.005, null_gain_a=0.1, null_gain_b=0.0)]
+    assert null_retention(cells) == (0.5, 1)
+
+
+def test_sliders_keep_their_chart_state(tiny):
+    "The matplotlib chart is rebuilt only when the tasks change; which tasks it shows is kept on the sliders, not the figure."
+    bank, sc = tiny['banks']['vit_w96'], tiny['scorers']['vit_w96']
+    sl = make_sliders(bank, sc, ['own'], tasks=['colours'], widget=False, chart='matplotlib')
+    rows, bars = sl.update(sl.initial_state())
+    fig = sl._redraw_matplotlib(bars, 'a')
+    assert sl._redraw_matplotlib(bars, 'b') is fig and sl._fig_tasks == bars['tasks']
+    assert not any(k.startswith('_pta') for k in vars(fig))
+    assert sl._redraw_matplotlib(dict(bars, tasks=bars['tasks'][::-1]), 'c') is not fig

@@ -3,7 +3,9 @@ import copy
 import pytest, torch
 from platonic_ta import world, zoo
 from platonic_ta.descriptors import make_grid
-from platonic_ta.composition import OperatorBank, Scorer, make_sliders
+from platonic_ta.composition import OperatorBank
+from platonic_ta.scoring import Scorer
+from platonic_ta.widgets import make_sliders
 from platonic_ta.adapter import fit_adapter
 
 

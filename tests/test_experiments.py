@@ -6,7 +6,8 @@ import torch
 from platonic_ta import world
 from platonic_ta.zoo import family_encoder
 from platonic_ta.descriptors import make_grid, affinity, sub_grid
-from platonic_ta.composition import weight_space_sum, class_text_embeddings
+from platonic_ta.analysis import weight_space_sum
+from platonic_ta.composition import class_text_embeddings
 from platonic_ta.factorization import solve_operator, edit_record
 from platonic_ta.adapter import AdapterConfig
 from platonic_ta.baselines import (procrustes, transport_theta, transport_operator, fit_distill, gradient_ascent,

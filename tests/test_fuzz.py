@@ -18,8 +18,11 @@ from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruption
                                      descriptor_cosine, consistency_matrix, make_grid)
 from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges, fold_operator,
                                        edit_record, weights_hash_of, load_edited, save_edited)
-from platonic_ta.composition import (OperatorBank, certificate, floored_ridge_grid, shuffled_descriptor,
-                                     consensus_descriptor, weight_space_sum, Sliders, make_sliders)
+from platonic_ta.composition import OperatorBank
+from platonic_ta.scoring import certificate
+from platonic_ta.analysis import floored_ridge_grid, weight_space_sum
+from platonic_ta.descriptors import shuffled_descriptor, consensus_descriptor
+from platonic_ta.widgets import Sliders, make_sliders
 from platonic_ta.adapter import edit_cells, lr_factor, load_adapter, fit_adapter
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)

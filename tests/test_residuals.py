@@ -207,7 +207,7 @@ def _fill(Z, cache, n_probes=64, n_eval=200):
     from platonic_ta.descriptors import make_grid, zoo_descriptors
     from platonic_ta.composition import OperatorBank
     grids = {t: make_grid(t, n_probes, 0) for t in Z.tasks}
-    D = zoo_descriptors(Z, grids, cache, progress=False)
+    D = {(f, t): d for (f, t, _), d in zoo_descriptors(Z, grids, cache, progress=False).items()}
     evals = {t: world.load_task(t, 'test', n_eval) for t in Z.tasks}
     banks = {f: OperatorBank.build(Z.base(f), grids, D, cache=cache) for f in Z.families}
     scorers = {f: banks[f].scorer(evals, cache=cache) for f in Z.families}

@@ -13,8 +13,11 @@ from platonic_ta.guards import AllocationError, WrongKindError, file_kind
 from platonic_ta.descriptors import Descriptor, EmbeddingCache, make_grid, zoo_descriptors
 from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
-from platonic_ta.composition import (OperatorBank, TargetMismatchError, weight_space_sum, certificate,
-                                     shuffled_descriptor, floored_ridge_grid, source_key, heldout_split, Sliders)
+from platonic_ta.composition import OperatorBank, TargetMismatchError
+from platonic_ta.analysis import weight_space_sum, floored_ridge_grid, source_key, heldout_split
+from platonic_ta.scoring import certificate
+from platonic_ta.descriptors import shuffled_descriptor
+from platonic_ta.widgets import Sliders
 from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig, lr_factor
 from platonic_ta.lora import add_adapter
 from platonic_ta.residuals import forfeited_gain, task_summary

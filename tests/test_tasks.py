@@ -4,7 +4,8 @@ import open_clip
 from platonic_ta import world
 from platonic_ta.tasks import make_image_folder, register_folder_task, folder_task, register_tensor_task
 from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache, image_hashes
-from platonic_ta.composition import OperatorBank, heldout_split
+from platonic_ta.composition import OperatorBank
+from platonic_ta.analysis import heldout_split
 from platonic_ta.factorization import save_edited, load_edited
 from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy
 from platonic_ta.cli import open_clip_encoder
@@ -104,7 +105,7 @@ def test_a_registered_task_through_the_zoo_helpers(tmp_path):
         held = heldout_split(name, exclude=grid)
         assert len(held) == world.load_task(name, 'train').images.shape[0] - 6
         descs = zoo_descriptors(Z, {name: grid}, EmbeddingCache(tmp_path / 'cache', progress=False), progress=False)
-        assert set(descs) == {(f, name) for f in fams} and all(D.shape == (6, 3) and D.U.abs().max() > 0 for D in descs.values())
+        assert set(descs) == {(f, name, 0) for f in fams} and all(D.shape == (6, 3) and D.U.abs().max() > 0 for D in descs.values())
         # the same name with other images: never resumed from the old fine-tunes
         register_folder_task(name, make_image_folder(tmp_path / 'other', n_per_class=6, size=16, seed=1),
                              templates=['a {} object'], overwrite=True, progress=False)

@@ -12,7 +12,8 @@ from platonic_ta import world
 from platonic_ta.zoo import load_artifact, DISTILL_SEED
 from platonic_ta.lora import load_adapter_tensors
 from platonic_ta.descriptors import Grid, make_grid, Descriptor, EmbeddingCache
-from platonic_ta.composition import OperatorBank, floored_ridge_grid
+from platonic_ta.composition import OperatorBank
+from platonic_ta.analysis import floored_ridge_grid
 
 def grid_with_anchors(task, n, anchors):
     g = make_grid(task, n, seed=0)
