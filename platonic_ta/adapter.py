@@ -13,27 +13,19 @@ from tqdm.auto import tqdm
 
 from .heads import image_tower
 from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
-from .lora import expose_qkv, fold_qkv, qv_targets, add_adapter, merge_adapter, adapter_tensors
+from .qkv import expose_qkv, fold_qkv, qv_targets
+from .lora import add_adapter, merge_adapter, adapter_tensors
+from .training import SCHEDULES, lr_factor
 from .factorization import check_stack, record_edit
 from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
                                 json_digest)
 
 # %% auto #0
-__all__ = ['SCHEDULES', 'lr_factor', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies',
-           'side_by_side', 'adapter_gaps']
+__all__ = ['AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
+           'adapter_gaps']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-
-SCHEDULES = ('constant', 'cosine')
-
-def lr_factor(schedule: str, step: int, steps: int) -> float:
-    "Multiplier of the learning rate at `step` of `steps`: 1 throughout ('constant'), or a half cosine from 1 to 0 ('cosine')."
-    steps = check_count(steps, 'steps', 1)
-    step = check_count(step, 'step', 0, steps)
-    if schedule == 'constant': return 1.0
-    if schedule == 'cosine': return 0.5 * (1 + math.cos(math.pi * step / steps))
-    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
 
 @dataclass
 class AdapterConfig:
@@ -307,7 +299,7 @@ def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: i
 @torch.no_grad()
 def accuracies(enc, eval_sets: dict, tasks) -> dict:
     "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `zoo.predict` against `enc`'s class embeddings."
-    from platonic_ta.zoo import predict, class_embeddings
+    from platonic_ta.encoders import predict, class_embeddings
     out = {}
     for t in tasks:
         es = eval_sets[t]

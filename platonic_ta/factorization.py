@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
 from .heads import last_layer, image_tower, image_features, head_parts
-from .zoo import state_dict_digest, digest_scope
-from .guards import (check_number, check_count, check_seed, check_alloc, atomic_write, refuse_existing,
-                                check_kind)
+from .encoders import state_dict_digest, digest_scope
+from .guards import check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind
+from ._io import atomic_write
 
 # %% auto #0
 __all__ = ['svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator', 'embedding_route_features', 'head_route_features',

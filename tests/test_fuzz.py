@@ -20,7 +20,8 @@ from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors
                                        edit_record, weights_hash_of, load_edited, save_edited)
 from platonic_ta.composition import (OperatorBank, certificate, floored_ridge_grid, shuffled_descriptor,
                                      consensus_descriptor, weight_space_sum, Sliders, make_sliders)
-from platonic_ta.adapter import edit_cells, lr_factor, load_adapter, fit_adapter
+from platonic_ta.adapter import edit_cells, load_adapter, fit_adapter
+from platonic_ta.training import lr_factor
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)
 

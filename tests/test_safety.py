@@ -15,7 +15,8 @@ from platonic_ta.factorization import (fold_operator, edit_record, base_weights_
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import (OperatorBank, TargetMismatchError, weight_space_sum, certificate,
                                      shuffled_descriptor, floored_ridge_grid, source_key, heldout_split, Sliders)
-from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig, lr_factor
+from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig
+from platonic_ta.training import lr_factor
 from platonic_ta.lora import add_adapter
 from platonic_ta.residuals import forfeited_gain, task_summary
 
@@ -185,7 +186,7 @@ BAD_CALLS = {
 
 def _exposed(enc):
     import copy
-    from platonic_ta.lora import expose_qkv
+    from platonic_ta.qkv import expose_qkv
     e = copy.deepcopy(enc); expose_qkv(e.model.visual)
     return e.model
 

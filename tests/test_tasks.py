@@ -6,7 +6,9 @@ from platonic_ta.tasks import make_image_folder, register_folder_task, folder_ta
 from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache, image_hashes
 from platonic_ta.composition import OperatorBank, heldout_split
 from platonic_ta.factorization import save_edited, load_edited
-from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy
+from platonic_ta.families import FinetuneConfig
+from platonic_ta.training import finetune
+from platonic_ta.encoders import zero_shot_accuracy
 from platonic_ta.cli import open_clip_encoder
 
 

@@ -7,7 +7,9 @@ Evaluation as tools/eval_family.py (its `evaluate`); fine-tunes on tallies, weav
 import os, sys, time, json, dataclasses, functools, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from platonic_ta.zoo import FAMILIES, pretrain, finetune, save_artifact
+from platonic_ta.families import FAMILIES
+from platonic_ta.training import pretrain, finetune
+from platonic_ta.zoo import save_artifact
 from platonic_ta import world
 sys.path.insert(0, str(Path(__file__).parent))
 from eval_family import evaluate

@@ -7,7 +7,9 @@ Weights go to _runs/calibrate/FAMILY_TAG (or $CALIBRATE_OUT/FAMILY_TAG); evaluat
 import os, sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from platonic_ta.zoo import FAMILIES, pretrain, save_artifact
+from platonic_ta.families import FAMILIES
+from platonic_ta.training import pretrain
+from platonic_ta.zoo import save_artifact
 from platonic_ta import world
 sys.path.insert(0, str(Path(__file__).parent))
 from eval_family import evaluate
