@@ -4,14 +4,13 @@
 
 # %% ../nbs/02_descriptors.ipynb #ed6ec47a
 from __future__ import annotations
-import hashlib, json, math, os, tempfile, warnings
+import hashlib, json, math, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from . import __version__

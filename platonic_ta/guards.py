@@ -4,7 +4,7 @@
 
 # %% ../nbs/01b_guards.ipynb #887a5f6d
 from __future__ import annotations
-import json, math, numbers, os, tempfile
+import json, math, numbers, os
 from contextlib import contextmanager
 from pathlib import Path
 from ._io import atomic_write_text   # composition.py's import of it from here

@@ -5,7 +5,7 @@
 # %% ../nbs/01g_training.ipynb #cfa57131
 from __future__ import annotations
 import copy, math
-import torch, torch.nn as nn, torch.nn.functional as F
+import torch, torch.nn.functional as F
 from tqdm.auto import tqdm
 from . import world
 from .guards import check_count

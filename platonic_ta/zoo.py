@@ -12,11 +12,12 @@ import torch
 import open_clip
 import platonic_ta
 from . import world
-from ._io import atomic_write, atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root
+from ._io import atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root
 from .guards import file_lock, json_digest
-from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, FinetuneConfig, WordTokenizer, family_spec,
+from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, family_spec,
                                   finetune_recipe, create_family_model, check_task_prompts)
-from .encoders import DualEncoder, family_encoder, digest_scope
+from .encoders import DualEncoder, family_encoder
+from .encoders import digest_scope   # composition.py's import of it from here
 from .training import pretrain, finetune
 from .lora import load_adapter_tensors
 

@@ -23,7 +23,7 @@ class ToyTask:
 
 
 class ToyEncoder:
-    "Stand-in for platonic_ta.zoo.DualEncoder that counts forward passes."
+    "Stand-in for platonic_ta.encoders.DualEncoder that counts forward passes."
     def __init__(self, name='toy', d=8, k=5, seed=0, ft=0.0):
         torch.manual_seed(seed)
         self.model = torch.nn.ModuleDict(dict(P=torch.nn.Linear(3 * 32 * 32, k), C=torch.nn.Linear(k, d),

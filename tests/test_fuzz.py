@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 torch.set_num_threads(1)
 
-from platonic_ta import world, zoo
+from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import check_number, check_count, check_seed
 from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruptionWarning, affinity, descriptor, unit,
                                      descriptor_cosine, consistency_matrix, make_grid)
@@ -170,8 +170,8 @@ def test_select_ridges(N, M, holdout, seed):
 @pytest.fixture(scope='module')
 def encs():
     fams = zoo.MICRO['families']
-    emb = next(f for f in fams if zoo.family_encoder(f).last_layer().kind != 'residual_head')
-    return dict(emb=zoo.family_encoder(emb), other=zoo.family_encoder(emb, zoo.create_family_model(emb, seed=777)))
+    emb = next(f for f in fams if encoders.family_encoder(f).last_layer().kind != 'residual_head')
+    return dict(emb=encoders.family_encoder(emb), other=encoders.family_encoder(emb, families.create_family_model(emb, seed=777)))
 
 @fast(50)
 @given(W=tensors(max_side=4), scale=st.floats(-2, 2), strength=ANY_NUMBER, stack=st.sampled_from([False, True, 1, None]),
