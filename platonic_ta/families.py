@@ -89,7 +89,7 @@ class FinetuneConfig:
     def replace(self, **changes) -> 'FinetuneConfig':
         "A checked copy with `changes`; an unknown setting names the settings there are."
         unknown = set(changes) - set(self.to_dict())
-        if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(self.to_dict())}')
+        if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}: check their spelling; the settings are {sorted(self.to_dict())}')
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import re
 import torch, torch.nn as nn, torch.nn.functional as F
+from fastcore.basics import patch
 from .heads import image_tower
 
 # %% auto #0
@@ -140,29 +141,32 @@ class SplitMultiheadAttention(nn.Module):
         elif not self.batch_first: out = out.transpose(0, 1)
         return out, weights
 
-    def fuse(self) -> nn.MultiheadAttention:
-        "The equivalent `nn.MultiheadAttention` (q, k, v packed into `in_proj_weight`, or its separate weights when kdim/vdim differ)."
-        q, k, v = (_plain_linear(getattr(self, n), n) for n in ('q_proj', 'k_proj', 'v_proj'))
-        W = q.weight
-        mha = nn.MultiheadAttention(self.embed_dim, self.num_heads, dropout=self.dropout, bias=q.bias is not None,
-                                    kdim=self.kdim, vdim=self.vdim, batch_first=self.batch_first,
-                                    device=W.device, dtype=W.dtype)
-        with torch.no_grad():
-            if mha._qkv_same_embed_dim:
-                mha.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))
-                mha.in_proj_weight.requires_grad_(W.requires_grad)
-            else:
-                for name, lin in (('q', q), ('k', k), ('v', v)):
-                    getattr(mha, f'{name}_proj_weight').copy_(lin.weight)
-                    getattr(mha, f'{name}_proj_weight').requires_grad_(lin.weight.requires_grad)
-            if mha.in_proj_bias is not None:
-                mha.in_proj_bias.copy_(torch.cat([q.bias, k.bias, v.bias]))
-                mha.in_proj_bias.requires_grad_(q.bias.requires_grad)
-        mha.out_proj = self.out_proj
-        return mha.train(self.training)
+# %% ../nbs/01d_qkv.ipynb #e405c560
+@patch
+def fuse(self: SplitMultiheadAttention) -> nn.MultiheadAttention:
+    "The equivalent `nn.MultiheadAttention` (q, k, v packed into `in_proj_weight`, or its separate weights when kdim/vdim differ)."
+    q, k, v = (_plain_linear(getattr(self, n), n) for n in ('q_proj', 'k_proj', 'v_proj'))
+    W = q.weight
+    mha = nn.MultiheadAttention(self.embed_dim, self.num_heads, dropout=self.dropout, bias=q.bias is not None,
+                                kdim=self.kdim, vdim=self.vdim, batch_first=self.batch_first,
+                                device=W.device, dtype=W.dtype)
+    with torch.no_grad():
+        if mha._qkv_same_embed_dim:
+            mha.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))
+            mha.in_proj_weight.requires_grad_(W.requires_grad)
+        else:
+            for name, lin in (('q', q), ('k', k), ('v', v)):
+                getattr(mha, f'{name}_proj_weight').copy_(lin.weight)
+                getattr(mha, f'{name}_proj_weight').requires_grad_(lin.weight.requires_grad)
+        if mha.in_proj_bias is not None:
+            mha.in_proj_bias.copy_(torch.cat([q.bias, k.bias, v.bias]))
+            mha.in_proj_bias.requires_grad_(q.bias.requires_grad)
+    mha.out_proj = self.out_proj
+    return mha.train(self.training)
 
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+@patch
+def extra_repr(self: SplitMultiheadAttention) -> str:
+    return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
 # %% ../nbs/01d_qkv.ipynb #230e7725
 def _attention_pool2d():
