@@ -74,7 +74,7 @@ def load_artifact(path: Path) -> tuple:
 
 def _quarantine(path: Path, why: str):
     "Move a bad artefact aside (never delete work) and warn."
-    for p in (path.with_suffix('.safetensors'), path.with_suffix('.json')):
+    for p in pair_paths(path):
         if p.exists(): os.replace(p, p.with_name(p.name + f'.bad-{int(time.time())}'))
     warnings.warn(f'{path}: {why}; moved aside, it will be rebuilt')
 
@@ -85,14 +85,14 @@ def ft_path(zoo: Path, family: str, task: str, seed: int = 0) -> Path: return Pa
 def _try_load(path: Path):
     try: return load_artifact(path)
     except ArtifactError as e:
-        if path.with_suffix('.safetensors').exists() or path.with_suffix('.json').exists(): _quarantine(path, str(e))
+        if any(q.exists() for q in pair_paths(path)): _quarantine(path, str(e))
         return None
 
 def load_base(family: str, zoo: Path | None = None) -> DualEncoder:
     "The pretrained encoder of a family from `zoo` (default: the built zoo, else the shipped one)."
     f = family_spec(family)
     for d in ([Path(zoo)] if zoo else [default_zoo_dir(), shipped_zoo_dir()]):
-        got = load_artifact(base_path(d, f.name)) if base_path(d, f.name).with_suffix('.json').exists() else None
+        got = load_artifact(base_path(d, f.name)) if pair_paths(base_path(d, f.name))[1].exists() else None
         if got:
             tensors, meta = got
             model = create_family_model(f)
@@ -108,7 +108,7 @@ def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None
     base = base or load_base(family, zoo)
     zdir = Path(zoo) if zoo else Path(base.meta.get('zoo', default_zoo_dir()))
     fp = ft_path(zdir, base.meta['family'], task, seed)
-    if not fp.with_suffix('.json').exists():
+    if not pair_paths(fp)[1].exists():
         have = sorted(p.stem for p in (zdir / base.meta['family'] / 'ft').glob('*.json'))
         raise KeyError(f"the zoo in {zdir} has no fine-tune of {base.meta['family']!r} on task {task!r} with seed {seed}; "
                        f"it holds {have or 'none'} (task_sSEED); build it with build_zoo([{base.meta['family']!r}], [{task!r}], seeds=({seed},))")
@@ -171,7 +171,7 @@ def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool)
                 _, tensors, losses = finetune(base, task, seed=seed, progress=progress, config=cfg)
                 save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg.to_dict(),
                                                 seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
-                                                base_sha256=json.loads(bp.with_suffix('.json').read_text())['sha256'],
+                                                base_sha256=json.loads(pair_paths(bp)[1].read_text())['sha256'],
                                                 **({'task_data': data_id} if data_id else {})))
                 built.append(str(fp.relative_to(zoo)))
     return built
@@ -268,7 +268,7 @@ def _ft_records(path: Path, family: str) -> list:
     return out
 
 def _scan(path: Path) -> Zoo:
-    fams = [f for f in FAMILIES if base_path(path, f).with_suffix('.json').exists()]
+    fams = [f for f in FAMILIES if pair_paths(base_path(path, f))[1].exists()]
     fts = [(t, s) for f in fams for _, t, s in _ft_records(path, f)]
     seeds = sorted({s for _, s in fts})
     tasks = sorted({t for t, _ in fts},
@@ -286,7 +286,7 @@ def stale_families(path: Path) -> dict:
     "{family: why} for the families in a zoo folder whose world or recorded recipe (pretraining spec, fine-tune settings) is not today's."
     out = {}
     for fam in _scan(Path(path)).families:
-        try: meta = _record(base_path(path, fam).with_suffix('.json'))
+        try: meta = _record(pair_paths(base_path(path, fam))[1])
         except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; continue
         if meta.get('world') != world.fingerprint():
             out[fam] = f"built on another world (fingerprint {meta.get('world')}, today's {world.fingerprint()}: tasks, words or captions changed)"
@@ -345,7 +345,7 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     if stale := stale_families(src): raise ValueError(f'{src} is not today\'s recipe: {stale}')
     files = [base_path(src, f) for f in z.families] + [ft_path(src, f, t, s) for f in z.families for t in z.tasks for s in seeds]
     for p in files: load_artifact(p)                       # every file verified before anything is copied
-    size = sum(p.with_suffix(x).stat().st_size for p in files for x in ('.safetensors', '.json'))
+    size = sum(q.stat().st_size for p in files for q in pair_paths(p))
     if size > SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {SHIP_LIMIT_MB} MB the package may carry')
     tmp = dest.with_name(dest.name + '.tmp')
     if tmp.exists(): shutil.rmtree(tmp)
@@ -353,9 +353,9 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
     for p in files:
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(p.with_suffix('.safetensors'), out.with_suffix('.safetensors'))
-        meta = json.loads(p.with_suffix('.json').read_text())      # verified above; the copy carries its digest
-        out.with_suffix('.json').write_text(json.dumps(_sealed(meta), indent=1, default=str))
+        shutil.copy2(pair_paths(p)[0], pair_paths(out)[0])
+        meta = json.loads(pair_paths(p)[1].read_text())      # verified above; the copy carries its digest
+        pair_paths(out)[1].write_text(json.dumps(_sealed(meta), indent=1, default=str))
         secs.append(meta.get('seconds', 0.0))
     size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
