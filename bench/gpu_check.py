@@ -20,6 +20,7 @@ def run(where, dtype, a, zoo, world, cache_dir):
     from platonic_ta.composition import OperatorBank
     from platonic_ta.scoring import Scorer
     from platonic_ta.adapter import fit_adapter
+    from platonic_ta import encoders, families, training
     Z = zoo.get_zoo('full', build=False)
     src, tgt = Z.families[0], Z.families[1]
     task = a.task or Z.tasks[0]
@@ -37,12 +38,12 @@ def run(where, dtype, a, zoo, world, cache_dir):
     out['predicted_acc'] = sc.score({(src, task): 1.0})[task]
     sync(); out['scorer_s'] = time.time() - t; t = time.time()
     edited = bank.apply({(src, task): 1.0})
-    out['acc_before'], out['acc_after'] = zoo.zero_shot_accuracy(target, test), zoo.zero_shot_accuracy(edited, test)
+    out['acc_before'], out['acc_after'] = encoders.zero_shot_accuracy(target, test), encoders.zero_shot_accuracy(edited, test)
     sync(); out['edit_eval_s'] = time.time() - t; t = time.time()
     fit = fit_adapter(target, [(grid, D, 1.0)], steps=a.steps, progress=False)
     sync(); out['adapter_s'] = time.time() - t; t = time.time()
     out['adapter_loss'] = (fit.loss_start, fit.loss_final)
-    ft2 = zoo.finetune(target, task, progress=False, config=zoo.FinetuneConfig(steps=a.steps, batch=32, distill_n=64))[0]
+    ft2 = training.finetune(target, task, progress=False, config=families.FinetuneConfig(steps=a.steps, batch=32, distill_n=64))[0]
     sync(); out['finetune_s'] = time.time() - t
     out['theta'] = bank.combine({(src, task): 1.0}).cpu()
     out['placed'] = {name: (e.device, e.dtype) for name, e in (('edited', edited), ('adapter', fit.encoder), ('finetune', ft2))}

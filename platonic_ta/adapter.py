@@ -13,27 +13,20 @@ from tqdm.auto import tqdm
 
 from .heads import image_tower
 from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
-from .lora import expose_qkv, fold_qkv, qv_targets, add_adapter, merge_adapter, adapter_tensors
+from .qkv import expose_qkv, fold_qkv, qv_targets
+from .lora import add_adapter, merge_adapter, adapter_tensors
+from .training import SCHEDULES, lr_factor
 from .factorization import check_stack, record_edit
 from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
                                 json_digest)
+from ._io import pair_paths
 
 # %% auto #0
-__all__ = ['SCHEDULES', 'lr_factor', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies',
-           'side_by_side', 'adapter_gaps']
+__all__ = ['AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
+           'adapter_gaps']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-
-SCHEDULES = ('constant', 'cosine')
-
-def lr_factor(schedule: str, step: int, steps: int) -> float:
-    "Multiplier of the learning rate at `step` of `steps`: 1 throughout ('constant'), or a half cosine from 1 to 0 ('cosine')."
-    steps = check_count(steps, 'steps', 1)
-    step = check_count(step, 'step', 0, steps)
-    if schedule == 'constant': return 1.0
-    if schedule == 'cosine': return 0.5 * (1 + math.cos(math.pi * step / steps))
-    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
 
 @dataclass
 class AdapterConfig:
@@ -115,10 +108,6 @@ def _model_place(model: nn.Module):
     return p.device, p.dtype
 
 # %% ../nbs/05_adapter.ipynb #e86f4004
-def _adapter_paths(path) -> list:
-    p = Path(path)
-    return [p.with_suffix('.safetensors'), p.with_suffix('.json')]
-
 @dataclass(eq=False)
 class AdapterFit:
     "One fitted edit: the edited encoder (LoRA merged), the loss curve, the LoRA factors and the record."
@@ -135,9 +124,9 @@ class AdapterFit:
     def save(self, path, overwrite: bool = False) -> Path:
         "Write `path.safetensors` (LoRA factors) and `path.json` (record with sha256), each atomically; never over existing files unless `overwrite`."
         from platonic_ta.zoo import save_artifact
-        refuse_existing(_adapter_paths(path), overwrite, 'AdapterFit.save')
+        refuse_existing(pair_paths(path), overwrite, 'AdapterFit.save')
         save_artifact(Path(path), self.tensors, dict(self.meta, record_sha256=json_digest(self.meta)))
-        return Path(path).with_suffix('.json')
+        return pair_paths(path)[1]
 
     def __repr__(self):
         return (f"AdapterFit({self.encoder.name!r}, steps={len(self.losses)}, loss {self.loss_start:.3g} -> "
@@ -186,7 +175,7 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
                 cache: EmbeddingCache | None = None, config: AdapterConfig | None = None, progress: bool = True,
                 save_path=None, name: str | None = None, overwrite: bool = False, stack: bool = False) -> AdapterFit:
     "Fit LoRA on the target's image-tower q and v so that on every term's grid `A_edit − A_0 ≈ coeff·U`; one joint optimisation."
-    if save_path is not None: refuse_existing(_adapter_paths(save_path), overwrite, 'fit_adapter(save_path=...)')
+    if save_path is not None: refuse_existing(pair_paths(save_path), overwrite, 'fit_adapter(save_path=...)')
     prior = check_stack(target, stack)
     cfg = config if config is not None else AdapterConfig()
     if not isinstance(cfg, AdapterConfig): raise TypeError(f"config must be an AdapterConfig, got {type(cfg).__name__}")
@@ -256,7 +245,7 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     tensors, meta = load_artifact(Path(path))
     own = {k: v for k, v in meta.items() if k not in _ARTIFACT_KEYS}
     if 'record_sha256' in meta and meta['record_sha256'] != json_digest(own):
-        raise ValueError(f"{Path(path).with_suffix('.json')} does not match its own digest (damaged, or edited by hand): "
+        raise ValueError(f"{pair_paths(path)[1]} does not match its own digest (damaged, or edited by hand): "
                          f"save the adapter again (AdapterFit.save) or refit it")
     if meta.get('kind') != 'adapter':
         raise ValueError(f"{path} is a {meta.get('kind')!r} file, not an adapter saved by AdapterFit.save")
@@ -306,8 +295,8 @@ def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: i
 
 @torch.no_grad()
 def accuracies(enc, eval_sets: dict, tasks) -> dict:
-    "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `zoo.predict` against `enc`'s class embeddings."
-    from platonic_ta.zoo import predict, class_embeddings
+    "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `encoders.predict` against `enc`'s class embeddings."
+    from platonic_ta.encoders import predict, class_embeddings
     out = {}
     for t in tasks:
         es = eval_sets[t]

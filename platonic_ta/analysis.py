@@ -150,8 +150,9 @@ def null_key(source: str) -> str:
 def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
     "The seeds in `seeds` whose fine-tunes exist for every family and task of zoo `Z` (seed 0 first); 0 is required."
     from platonic_ta.zoo import ft_path
+    from platonic_ta._io import pair_paths
     ok = [check_seed(s) for s in dict.fromkeys(seeds)
-          if all(ft_path(Z.path, f, t, int(s)).with_suffix('.json').exists() for f in Z.families for t in Z.tasks)]
+          if all(pair_paths(ft_path(Z.path, f, t, int(s)))[1].exists() for f in Z.families for t in Z.tasks)]
     if 0 not in ok:
         raise FileNotFoundError(f"zoo {Z.path} lacks seed-0 fine-tunes for some family and task: build them with "
                                 f"platonic_ta.zoo.build_zoo(families, tasks, seeds=(0,), zoo=...)")

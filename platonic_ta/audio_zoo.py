@@ -14,11 +14,14 @@ from tqdm.auto import tqdm
 from open_clip.model import CLIP, CLIPVisionCfg, CLIPTextCfg
 from . import audio_world
 from .audio_frontend import FrontEnd, LogMel
-from .zoo import (DualEncoder, WordTokenizer, contrastive_loss, class_embeddings, save_artifact, load_artifact,
-                             ArtifactError, base_path, ft_path, cache_root, finetune_logit_scale, DISTILL_SEED)
-from .lora import expose_qkv, add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
+from .encoders import DualEncoder, class_embeddings
+from .families import WordTokenizer
+from .training import contrastive_train, finetune_logit_scale, DISTILL_SEED
+from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path
+from .qkv import expose_qkv
+from .lora import add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
 from .heads import image_tower
-from .guards import atomic_write_text
+from ._io import atomic_write_text, cache_root
 
 # %% auto #0
 __all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
@@ -177,18 +180,8 @@ def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = N
     enc = audio_family_encoder(f, create_audio_model(f, seed))
     n = corpus_size or min(steps * f.batch, CORPUS_CAP)
     clips, caps = audio_world.caption_corpus(n, seed=seed)
-    toks = enc.tokenizer(caps)
-    m = enc.model.train()
-    opt = torch.optim.AdamW(m.parameters(), lr=f.lr, weight_decay=0.05)
-    sched = _schedule(opt, steps, f.lr)
-    g = torch.Generator().manual_seed(seed)
-    losses = []
-    for step in tqdm(range(steps), desc=f'pretrain {f.name}', disable=not progress, mininterval=2):
-        idx = torch.randint(0, n, (f.batch,), generator=g)
-        loss = contrastive_loss(m.encode_image(enc.preprocess(clips[idx])), m.encode_text(toks[idx]), m.logit_scale)
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
-        losses.append(loss.item())
-    m.eval()
+    losses = contrastive_train(enc, clips, enc.tokenizer(caps), steps, f.batch, f.lr, seed,
+                               scheduler=lambda opt: _schedule(opt, steps, f.lr), progress=progress, desc=f'pretrain {f.name}')
     return enc, losses
 
 def finetune_audio(base: AudioEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,

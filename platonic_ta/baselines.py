@@ -9,13 +9,15 @@ from dataclasses import asdict
 import torch, torch.nn.functional as F
 
 from .heads import image_tower
-from .lora import expose_qkv, qv_targets, add_adapter, merge_adapter
-from .adapter import AdapterConfig, lr_factor
+from .qkv import expose_qkv, qv_targets
+from .lora import add_adapter, merge_adapter
+from .adapter import AdapterConfig
+from .training import lr_factor
 from .factorization import solve_operator, check_stack, record_edit
 from .descriptors import Grid, EmbeddingCache, affinity
 from .composition import class_text_embeddings
 from .guards import check_number, check_count, check_seed
-from .zoo import finetune_logit_scale
+from .training import finetune_logit_scale
 
 # %% auto #0
 __all__ = ['procrustes', 'transport_theta', 'transport_operator', 'lora_targetable', 'lora_fit', 'gradient_ascent',
@@ -98,7 +100,7 @@ def _batch(n: int, batch, gen) -> torch.Tensor | None:
 # %% ../nbs/09_baselines.ipynb #a2ce9340
 def gradient_ascent(target, data, config: AdapterConfig | None = None, name: str | None = None):
     "`(encoder, losses)`: LoRA ascent on the cross-entropy of `data` (a labelled `TaskData`) against its class prompts."
-    from platonic_ta.zoo import class_embeddings
+    from platonic_ta.encoders import class_embeddings
     T = class_embeddings(target, data.classnames, data.templates).float()
     X, y = target.preprocess(data.images), data.labels
     s = finetune_logit_scale(target)

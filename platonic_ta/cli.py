@@ -9,12 +9,15 @@ from pathlib import Path
 import torch
 import open_clip
 from . import world
-from .zoo import (DualEncoder, FinetuneConfig, finetune, zero_shot_accuracy, load_open_clip, digest_scope,
-                          CHECKPOINT_EXTS, TokenizerMissingWarning)
+from .encoders import (DualEncoder, zero_shot_accuracy, load_open_clip, digest_scope, CHECKPOINT_EXTS,
+                                  TokenizerMissingWarning)
+from .families import FinetuneConfig
+from .training import finetune
 from .descriptors import make_grid, Descriptor, EmbeddingCache, GridMismatchError
 from .composition import OperatorBank
 from .factorization import save_edited
-from .guards import atomic_write, check_seed
+from ._io import atomic_write
+from .guards import check_seed
 from .tasks import register_folder_task
 
 # %% auto #0

@@ -13,11 +13,12 @@ import torch
 
 from . import __version__
 from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, descriptor_matrix,
-                                     _atomic_save_safetensors, read_safetensors, tensor_checksum)
-from .zoo import digest_scope
+                                     read_safetensors, tensor_checksum)
+from .encoders import digest_scope
+from ._io import save_safetensors, atomic_write_text, pair_paths
 from .factorization import (GridFactors, select_ridges, fold_operator, embedding_route_features,
                                        head_route_features, base_weights_hash, edit_record, EditStackError)
-from .guards import check_number, refuse_existing, check_kind, json_digest, atomic_write_text, few
+from .guards import check_number, refuse_existing, check_kind, json_digest, few
 from .heads import last_layer
 
 # %% auto #0
@@ -39,8 +40,8 @@ def route_of(target) -> str:
 
 def _target_id(target) -> dict:
     if not hasattr(target, 'weights_hash'):
-        raise TypeError(f"target must be a dual encoder with weights_hash() (platonic_ta.zoo.DualEncoder), got "
-                        f"{type(target).__name__}: wrap an open_clip model with platonic_ta.zoo.load_open_clip")
+        raise TypeError(f"target must be a dual encoder with weights_hash() (platonic_ta.encoders.DualEncoder), got "
+                        f"{type(target).__name__}: wrap an open_clip model with platonic_ta.encoders.load_open_clip")
     return dict(name=str(getattr(target, 'name', type(target).__name__)), weights_hash=str(target.weights_hash()))
 
 def _resolve_route(target, route: str) -> str:
@@ -307,12 +308,6 @@ class _BankDisk(_BankGrids):
         "The JSON manifest `save` writes: target id and weights hash, route, shape, grids and ridges, keys, checksum."
         return self._manifest()[0]
 
-    @staticmethod
-    def _paths(path) -> tuple[Path, Path]:
-        p = Path(path)
-        if p.suffix in ('.safetensors', '.json'): p = p.with_suffix('')
-        return p.parent / (p.name + '.safetensors'), p.parent / (p.name + '.json')
-
     def _manifest(self) -> tuple[dict, dict]:
         keys = self.keys()
         tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
@@ -323,11 +318,11 @@ class _BankDisk(_BankGrids):
 
     def save(self, path, overwrite: bool = False) -> Path:
         "Write `path.safetensors` (operators) and `path.json` (manifest), each atomically; returns the JSON path."
-        st, js = self._paths(path)
+        st, js = pair_paths(path)
         refuse_existing([st, js], overwrite, 'OperatorBank.save')
         man, tensors = self._manifest()
         if not tensors: raise BankError("the bank is empty: add operators before saving it")
-        _atomic_save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
+        save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
                                                'manifest_sha256': json_digest(man)}, overwrite)
         atomic_write_text(js, json.dumps(man, indent=1), overwrite)
         return js
@@ -336,7 +331,7 @@ class _BankDisk(_BankGrids):
     @digest_scope()
     def load(cls, path, target=None) -> 'OperatorBank':
         "Read a bank written by `save`; with `target=`, check it is the bank's target (weights hash) and keep it."
-        st, js = cls._paths(path)
+        st, js = pair_paths(path)
         check_kind(st, 'operator bank')
         fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
         if not st.exists() and not js.exists():

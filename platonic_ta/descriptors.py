@@ -4,27 +4,26 @@
 
 # %% ../nbs/02_descriptors.ipynb #ed6ec47a
 from __future__ import annotations
-import hashlib, json, math, os, tempfile, warnings
+import hashlib, json, math, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from . import __version__
-from .zoo import digest_scope
-from .guards import (atomic_write, check_count, check_seed, check_kind, file_lock, refuse_existing,
-                                 json_digest, few)
+from .encoders import digest_scope
+from ._io import atomic_write_text, save_safetensors, pair_paths, cache_root
+from .guards import check_count, check_seed, check_kind, file_lock, refuse_existing, json_digest, few
 
 # %% auto #0
 __all__ = ['image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'make_grid',
-           'union_grid', 'zoo_grids', 'sub_grid', 'CacheCorruptionWarning', 'cache_root', 'tensor_checksum',
-           'read_safetensors', 'EmbeddingCache', 'affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError',
-           'Descriptor', 'unit', 'descriptor_cosine', 'consistency_matrix', 'consistency_summary', 'descriptor_store',
-           'zoo_descriptors', 'descriptor_matrix', 'consensus_descriptor', 'shuffled_descriptor']
+           'union_grid', 'zoo_grids', 'sub_grid', 'CacheCorruptionWarning', 'tensor_checksum', 'read_safetensors',
+           'EmbeddingCache', 'affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit',
+           'descriptor_cosine', 'consistency_matrix', 'consistency_summary', 'descriptor_store', 'zoo_descriptors',
+           'descriptor_matrix', 'consensus_descriptor', 'shuffled_descriptor']
 
 # %% ../nbs/02_descriptors.ipynb #034357e0
 def _sha(data: bytes | str, n: int = 16) -> str:
@@ -213,11 +212,6 @@ def sub_grid(grid: Grid, n: int) -> Grid:
 class CacheCorruptionWarning(UserWarning):
     "A cache file was unreadable or inconsistent; it was deleted and its contents recomputed."
 
-def cache_root() -> Path:
-    "The cache's root folder: `$PLATONIC_TA_CACHE`, else `~/.cache/platonic_ta`."
-    env = os.environ.get('PLATONIC_TA_CACHE')
-    return Path(env).expanduser() if env else Path.home() / '.cache' / 'platonic_ta'
-
 def tensor_checksum(tensors: dict) -> str:
     "SHA-256 over named tensors (sorted by name): what a saved file records to tie its parts together."
     h = hashlib.sha256()
@@ -226,12 +220,6 @@ def tensor_checksum(tensors: dict) -> str:
         h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
     return h.hexdigest()
 
-def _atomic_save_safetensors(tensors: dict, path: Path, metadata: dict, overwrite: bool = True):
-    "Write `tensors` to `path` through a temporary file; without `overwrite`, never replace an existing file."
-    atomic_write(Path(path), lambda tmp: save_file({k: v.contiguous() for k, v in tensors.items()}, tmp,
-                                                   metadata=metadata), overwrite)
-
-from .guards import atomic_write_text
 
 def read_safetensors(path: Path) -> tuple[dict, dict]:
     "`(tensors, metadata)` of a safetensors file."
@@ -329,7 +317,7 @@ class EmbeddingCache:
                     tensors = dict(zip(names, outs))
                     meta = dict(key=json.dumps(key, sort_keys=True), checksum=tensor_checksum(tensors),
                                 encoder=str(encoder.name), label=label, library_version=__version__)
-                    try: _atomic_save_safetensors(tensors, path, meta, overwrite=False)
+                    try: save_safetensors(tensors, path, meta, overwrite=False)
                     except FileExistsError: pass     # written meanwhile by a process without the lock: same key
                     return tuple(outs)
         self.hits += 1
@@ -433,10 +421,6 @@ class DescriptorFileError(ValueError):
 
 _FORMAT = 'platonic_ta.descriptor'
 
-def _desc_paths(path) -> tuple[Path, Path]:
-    p = Path(path)
-    if p.suffix in ('.safetensors', '.json'): p = p.with_suffix('')
-    return p.parent / (p.name + '.safetensors'), p.parent / (p.name + '.json')
 
 @dataclass(eq=False)
 class Descriptor:
@@ -487,10 +471,10 @@ class Descriptor:
 
     def save(self, path, overwrite: bool = False) -> Path:
         "Write `path.safetensors` (the matrix) and `path.json` (the manifest), each atomically; returns the JSON path."
-        st, js = _desc_paths(path)
+        st, js = pair_paths(path)
         refuse_existing([st, js], overwrite, 'Descriptor.save')
         man = self.manifest()       # its digest goes into the other file: damage to either is caught on load
-        _atomic_save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
+        save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
                                                                     'manifest_sha256': json_digest(man)}, overwrite)
         atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
         return js
@@ -498,7 +482,7 @@ class Descriptor:
     @classmethod
     def load(cls, path) -> 'Descriptor':
         "Read a descriptor written by `save`; clear errors for missing, mismatched or damaged files."
-        st, js = _desc_paths(path)
+        st, js = pair_paths(path)
         check_kind(st, 'descriptor')
         if not st.exists() and not js.exists():
             raise FileNotFoundError(f"no descriptor at {st.with_suffix('')}: expected {st.name} and {js.name}; compute it with "

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
 from .heads import last_layer, image_tower, image_features, head_parts
-from .zoo import state_dict_digest, digest_scope
-from .guards import (check_number, check_count, check_seed, check_alloc, atomic_write, refuse_existing,
-                                check_kind)
+from .encoders import state_dict_digest, digest_scope
+from .guards import check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind
+from ._io import atomic_write
 
 # %% auto #0
 __all__ = ['as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator',
@@ -144,7 +144,7 @@ def _rank_cap(theta: torch.Tensor, rank: int) -> torch.Tensor:
 
 # %% ../nbs/03_factorization.ipynb #86527bb2
 def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None):
-    "Θ (d×k) with `F Θᵀ T̂ᵀ ≈ U`: `Q_t φ_{ρ_t}(S_t) P_tᵀ Uᵀ P_f φ_{ρ_f}(S_f) Q_fᵀ`, `ρ = r·max(S)²` (DESIGN.md)."
+    "Θ (d×k) with `F Θᵀ T̂ᵀ ≈ U`: `Q_t φ_{ρ_t}(S_t) P_tᵀ Uᵀ P_f φ_{ρ_f}(S_f) Q_fᵀ`, `ρ = r·max(S)²`, as derived below."
     return GridFactors(F, T).solve(U, ridge_f, ridge_t, rank=rank)
 
 # %% ../nbs/03_factorization.ipynb #5b84352e

@@ -4,14 +4,14 @@
 
 # %% ../nbs/01b_guards.ipynb #887a5f6d
 from __future__ import annotations
-import json, math, numbers, os, tempfile
+import json, math, numbers, os
 from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'AllocationError',
-           'machine_memory', 'check_alloc', 'refuse_existing', 'publish', 'atomic_write', 'atomic_write_text',
-           'file_lock', 'file_kind', 'WrongKindError', 'json_digest', 'wrong_kind', 'check_kind']
+           'machine_memory', 'check_alloc', 'refuse_existing', 'file_lock', 'file_kind', 'WrongKindError',
+           'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -91,41 +91,6 @@ def refuse_existing(paths, overwrite: bool, what: str) -> None:
     if there:
         raise FileExistsError(f"{what}: {', '.join(there)} already exist{'s' if len(there) == 1 else ''}; pass "
                               f"overwrite=True to replace {'it' if len(there) == 1 else 'them'}, or save to another path")
-
-def publish(tmp, path, overwrite: bool) -> None:
-    "Move the finished temporary file `tmp` to `path`: atomic; exclusive unless `overwrite` (then `FileExistsError`)."
-    tmp, path = str(tmp), Path(path)
-    if overwrite: os.replace(tmp, path); return
-    try: os.link(tmp, path)
-    except FileExistsError:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it, or save to another path") from None
-    except OSError:       # a file system without hard links: the check and the rename are two steps there
-        refuse_existing([path], False, 'save')
-        os.replace(tmp, path)
-    else: os.remove(tmp)
-
-def _umask() -> int:
-    mask = os.umask(0o022); os.umask(mask)
-    return mask
-
-def atomic_write(path, write, overwrite: bool = True) -> Path:
-    "Call `write(tmp_path)` on a temporary file next to `path`, then `publish` it; no temporary file is left behind."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    os.close(fd)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give, not mkstemp's private 0600
-        write(tmp)
-        publish(tmp, path, overwrite)
-    finally:
-        if os.path.exists(tmp): os.remove(tmp)
-    return path
-
-def atomic_write_text(path, text: str, overwrite: bool = True) -> Path:
-    "`atomic_write` of a text file: a crash never leaves half a file."
-    def write(tmp):
-        with open(tmp, 'w') as f: f.write(text)
-    return atomic_write(path, write, overwrite)
 
 # %% ../nbs/01b_guards.ipynb #a16397f0
 @contextmanager

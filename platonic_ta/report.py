@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
-from .guards import atomic_write_text
+from ._io import atomic_write_text
 
 # %% auto #0
 __all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure',

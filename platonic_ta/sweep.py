@@ -8,7 +8,7 @@ import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, 
 from pathlib import Path
 
 from .report import repo_root, save_figure, write_report
-from .guards import atomic_write_text
+from ._io import atomic_write_text
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',

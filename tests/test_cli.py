@@ -5,7 +5,9 @@ import open_clip
 from platonic_ta import world
 from platonic_ta.tasks import make_image_folder, register_folder_task
 from platonic_ta.cli import main, open_clip_encoder
-from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy, digest_scope
+from platonic_ta.families import FinetuneConfig
+from platonic_ta.training import finetune
+from platonic_ta.encoders import zero_shot_accuracy, digest_scope
 from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache
 from platonic_ta.composition import OperatorBank
 from platonic_ta.factorization import load_edited

@@ -6,7 +6,7 @@ import pytest, torch
 torch.set_num_threads(1)
 
 from platonic_ta import world
-from platonic_ta.zoo import family_encoder
+from platonic_ta.encoders import family_encoder
 from platonic_ta.descriptors import Descriptor, EmbeddingCache, GridMismatchError, make_grid
 from platonic_ta.factorization import GridFactors
 from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of, class_text_embeddings

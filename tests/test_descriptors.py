@@ -125,7 +125,8 @@ def test_union_grid_protocol(tmp_path):
 
 def test_the_cache_misses_after_any_change_of_weights_or_tokenizer(tmp_path):
     "In-place updates, `w.data = ...`, a replaced parameter and a swapped tokenizer each give new embeddings."
-    from platonic_ta.zoo import family_encoder, WordTokenizer, CONTEXT_LENGTH
+    from platonic_ta.encoders import family_encoder
+    from platonic_ta.families import WordTokenizer, CONTEXT_LENGTH
     from platonic_ta import world
     enc = family_encoder('rn_w16')
     g = make_grid(world.list_tasks(controls=True)[0], 8, 0)

@@ -1,7 +1,7 @@
 "Device and dtype: banks, scorers, sliders, the adapter and fine-tunes follow the target (checked on the CPU with float64 and bfloat16)."
 import copy
 import pytest, torch
-from platonic_ta import world, zoo
+from platonic_ta import world, zoo, encoders, families, training
 from platonic_ta.descriptors import make_grid
 from platonic_ta.composition import OperatorBank
 from platonic_ta.scoring import Scorer
@@ -13,7 +13,7 @@ from platonic_ta.adapter import fit_adapter
 def setup():
     family = zoo.MICRO['families'][0]
     task = zoo.MICRO['tasks'][0]
-    base = zoo.family_encoder(family)                      # a fresh tower: placement, not accuracy, is checked here
+    base = encoders.family_encoder(family)                      # a fresh tower: placement, not accuracy, is checked here
     grid = make_grid(task, 16, seed=0)
     U = torch.randn(grid.N, grid.M, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 0.1
     test = world.load_task(task, 'test', 48)
@@ -46,7 +46,7 @@ def test_bank_scorer_sliders_follow_the_target(setup, dtype):
     sc = Scorer(bank, {task: test}, target)
     assert sc.device == target.device and all(v.device == target.device for v in sc.sets[task].values() if v is not None)
     predicted = sc.predict({key: 1.0})[task]
-    actual = zoo.predict(edited, test.images, zoo.class_embeddings(edited, test.classnames, test.templates))
+    actual = encoders.predict(edited, test.images, encoders.class_embeddings(edited, test.classnames, test.templates))
     agree = (predicted.cpu() == actual).double().mean().item()
     # float64: the scorer's closed form is the edited model, bit for bit up to rounding; bfloat16 rounds the folded weights
     assert agree >= (1.0 if dtype == torch.float64 else 0.8), agree
@@ -62,7 +62,7 @@ def test_adapter_and_finetune_follow_the_target(setup):
     fit = fit_adapter(target, [(grid, U, 1.0)], steps=2, progress=False)
     assert params_dtypes(fit.encoder) == {dtype} and fit.encoder.device == target.device
     assert all(torch.isfinite(torch.tensor(fit.losses))) and fit.loss_final == fit.loss_final
-    ft, tensors, losses = zoo.finetune(target, task, n_train=32, progress=False,
-                                       config=zoo.FinetuneConfig(steps=2, batch=8, distill_n=8))
+    ft, tensors, losses = training.finetune(target, task, n_train=32, progress=False,
+                                       config=families.FinetuneConfig(steps=2, batch=8, distill_n=8))
     assert params_dtypes(ft) == {dtype} and ft.device == target.device and all(map(lambda x: x == x, losses))
     assert ft.weights_hash() != target.weights_hash()

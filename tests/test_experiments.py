@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from platonic_ta import world
-from platonic_ta.zoo import family_encoder
+from platonic_ta.encoders import family_encoder
 from platonic_ta.descriptors import make_grid, affinity, sub_grid
 from platonic_ta.analysis import weight_space_sum
 from platonic_ta.composition import class_text_embeddings

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 torch.set_num_threads(1)
 
-from platonic_ta import world, zoo
+from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import check_number, check_count, check_seed
 from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruptionWarning, affinity, descriptor, unit,
                                      descriptor_cosine, consistency_matrix, make_grid)
@@ -23,7 +23,8 @@ from platonic_ta.scoring import certificate
 from platonic_ta.analysis import floored_ridge_grid, weight_space_sum
 from platonic_ta.descriptors import shuffled_descriptor, consensus_descriptor
 from platonic_ta.widgets import Sliders, make_sliders
-from platonic_ta.adapter import edit_cells, lr_factor, load_adapter, fit_adapter
+from platonic_ta.adapter import edit_cells, load_adapter, fit_adapter
+from platonic_ta.training import lr_factor
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)
 
@@ -172,8 +173,8 @@ def test_select_ridges(N, M, holdout, seed):
 @pytest.fixture(scope='module')
 def encs():
     fams = zoo.MICRO['families']
-    emb = next(f for f in fams if zoo.family_encoder(f).last_layer().kind != 'residual_head')
-    return dict(emb=zoo.family_encoder(emb), other=zoo.family_encoder(emb, zoo.create_family_model(emb, seed=777)))
+    emb = next(f for f in fams if encoders.family_encoder(f).last_layer().kind != 'residual_head')
+    return dict(emb=encoders.family_encoder(emb), other=encoders.family_encoder(emb, families.create_family_model(emb, seed=777)))
 
 @fast(50)
 @given(W=tensors(max_side=4), scale=st.floats(-2, 2), strength=ANY_NUMBER, stack=st.sampled_from([False, True, 1, None]),

@@ -56,7 +56,7 @@ SLOW_SMOKE = {
 }
 
 # numbered notebooks without a papermill smoke run, and why (nbdev_test runs them in make test, slow cells skipped)
-NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00c_toys.ipynb': 'no slow cell: nbdev_test runs every cell',
+NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_toys.ipynb': 'no slow cell: nbdev_test runs every cell',
             '09_baselines.ipynb': 'no slow cell: nbdev_test runs every cell',
             '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
 

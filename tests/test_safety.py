@@ -8,7 +8,7 @@ from safetensors.torch import save_file, load_file
 
 torch.set_num_threads(1)
 
-from platonic_ta import world, zoo
+from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import AllocationError, WrongKindError, file_kind
 from platonic_ta.descriptors import Descriptor, EmbeddingCache, make_grid, zoo_descriptors
 from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
@@ -18,7 +18,8 @@ from platonic_ta.analysis import weight_space_sum, floored_ridge_grid, source_ke
 from platonic_ta.scoring import certificate
 from platonic_ta.descriptors import shuffled_descriptor
 from platonic_ta.widgets import Sliders
-from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig, lr_factor
+from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig
+from platonic_ta.training import lr_factor
 from platonic_ta.lora import add_adapter
 from platonic_ta.residuals import forfeited_gain, task_summary
 
@@ -31,8 +32,8 @@ def env(tmp_path_factory):
     d = tmp_path_factory.mktemp('safety')
     task = world.list_tasks()[0]
     grid = make_grid(world.load_task(task, 'train', 48), 16, seed=0)
-    target = zoo.family_encoder(FAM)
-    other = zoo.family_encoder(FAM, zoo.create_family_model(FAM, seed=12345), name=f'{FAM}-other')
+    target = encoders.family_encoder(FAM)
+    other = encoders.family_encoder(FAM, families.create_family_model(FAM, seed=12345), name=f'{FAM}-other')
     assert target.weights_hash() != other.weights_hash()
     U = 0.3 * torch.randn(grid.N, grid.M, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     D = Descriptor.from_matrix(U, grid, dict(model='src', weights_hash='s'), dict(model='base', weights_hash='b'))
@@ -101,7 +102,7 @@ def test_edited_checkpoint_carries_its_record(env, tmp_path):
 def test_weight_space_sum_refuses_nan_and_records(env):
     t = env['target']
     ft = fold_operator(t, 0.01 * torch.eye(96, dtype=torch.float64))
-    plain = zoo.family_encoder(FAM); plain.model.load_state_dict(ft.model.state_dict())
+    plain = encoders.family_encoder(FAM); plain.model.load_state_dict(ft.model.state_dict())
     with pytest.raises(EditStackError): weight_space_sum(ft, [plain])    # an edited base is not a base
     for bad in (float('nan'), float('inf'), [float('nan')], 'x', True):
         with pytest.raises((TypeError, ValueError)): weight_space_sum(t, [plain], bad)
@@ -188,7 +189,7 @@ BAD_CALLS = {
 
 def _exposed(enc):
     import copy
-    from platonic_ta.lora import expose_qkv
+    from platonic_ta.qkv import expose_qkv
     e = copy.deepcopy(enc); expose_qkv(e.model.visual)
     return e.model
 

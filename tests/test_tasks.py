@@ -7,7 +7,9 @@ from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache, image
 from platonic_ta.composition import OperatorBank
 from platonic_ta.analysis import heldout_split
 from platonic_ta.factorization import save_edited, load_edited
-from platonic_ta.zoo import FinetuneConfig, finetune, zero_shot_accuracy
+from platonic_ta.families import FinetuneConfig
+from platonic_ta.training import finetune
+from platonic_ta.encoders import zero_shot_accuracy
 from platonic_ta.cli import open_clip_encoder
 
 
@@ -87,7 +89,7 @@ def test_transfer_vit_b32_to_rn50_through_the_public_api(folder_task_name, tmp_p
 
 def test_a_registered_task_through_the_zoo_helpers(tmp_path):
     "register_* -> build_zoo (a micro zoo family, few steps) -> get_zoo -> finetune, make_grid, heldout_split, zoo_descriptors."
-    from platonic_ta import zoo
+    from platonic_ta import zoo, families, training
     from platonic_ta.descriptors import zoo_descriptors
     fams = zoo.MICRO['families'][:1]                                                  # one family keeps it quick
     name = 'pt_tinted'
@@ -97,9 +99,9 @@ def test_a_registered_task_through_the_zoo_helpers(tmp_path):
         zdir = tmp_path / 'zoo'
         zoo.build_zoo(fams, [name], zoo=zdir, pretrain_steps=2, finetune_steps=2, progress=False)
         Z = zoo.get_zoo(str(zdir))
-        assert Z.families == [f for f in zoo.FAMILIES if f in fams] and Z.tasks == [name]
+        assert Z.families == [f for f in families.FAMILIES if f in fams] and Z.tasks == [name]
         base = Z.base(fams[0])
-        ft, _, losses = zoo.finetune(base, name, steps=2, distill=0.0, progress=False)
+        ft, _, losses = training.finetune(base, name, steps=2, distill=0.0, progress=False)
         assert len(losses) == 2 and ft.weights_hash() != base.weights_hash()
         grid = make_grid(name, 6, seed=0)
         held = heldout_split(name, exclude=grid)
@@ -117,6 +119,6 @@ def test_a_registered_task_through_the_zoo_helpers(tmp_path):
             with pytest.raises((KeyError, ValueError), match=says):
                 zoo.build_zoo(zoo.MICRO['families'], [name], zoo=tmp_path / 'none', pretrain_steps=2, progress=False, **kw)
         assert not (tmp_path / 'none').exists() or not list((tmp_path / 'none').glob('*/base.*'))
-        with pytest.raises(KeyError, match=f"task '{name}'.*does not know"): zoo.finetune(base, name, steps=1, progress=False)
+        with pytest.raises(KeyError, match=f"task '{name}'.*does not know"): training.finetune(base, name, steps=1, progress=False)
     finally:
         world.unregister_task(name)

@@ -2,29 +2,29 @@ import json, os, time, warnings
 from pathlib import Path
 import pytest
 import torch
-from platonic_ta import zoo, world
+from platonic_ta import zoo, world, encoders, families, training
 from platonic_ta.heads import last_layer
 
 def test_tokenizer_unknown_word_is_a_clear_error():
-    tok = zoo.WordTokenizer(world.vocabulary(), 16)
+    tok = families.WordTokenizer(world.vocabulary(), 16)
     with pytest.raises(KeyError, match='vocabulary'): tok('a photo of a dog')
     assert tok('a red circle').argmax(1).item() == 4
 
 def test_every_family_builds_and_exposes_features_and_last_layer():
     imgs = world.load_task('shapes', 'test', 4).images
     dims = set()
-    for fam in zoo.FAMILIES:
-        enc = zoo.family_encoder(fam)
+    for fam in families.FAMILIES:
+        enc = encoders.family_encoder(fam)
         u, z = enc.features(imgs)
         torch.testing.assert_close(z, enc.model.encode_image(enc.preprocess(imgs)), rtol=1e-5, atol=1e-5)
         assert u.shape[1] == enc.last_layer().k and z.shape[1] == enc.last_layer().d
         dims.add(z.shape[1])
     assert len(dims) >= 3
-    kinds = {zoo.family_encoder(f).last_layer().kind for f in zoo.FAMILIES}
+    kinds = {encoders.family_encoder(f).last_layer().kind for f in families.FAMILIES}
     assert kinds == {'proj', 'linear', 'residual_head'}
 
 def test_unknown_family_lists_the_zoo():
-    with pytest.raises(KeyError, match='zoo families are'): zoo.family_encoder('vit_huge')
+    with pytest.raises(KeyError, match='zoo families are'): encoders.family_encoder('vit_huge')
 
 def test_build_resume_and_corrupt_file_is_rebuilt_not_used(tmp_path):
     kw = dict(zoo=tmp_path, pretrain_steps=3, finetune_steps=2, progress=False)
@@ -63,17 +63,17 @@ def test_fine_tune_of_another_recipe_is_named_not_overwritten(tmp_path):
 def test_family_fine_tune_recipe_reaches_the_artefact(tmp_path):
     zoo.build_zoo(['siglip_map'], ['badges'], zoo=tmp_path, pretrain_steps=2, finetune_steps=2, progress=False)
     meta = json.loads(zoo.ft_path(tmp_path, 'siglip_map', 'badges').with_suffix('.json').read_text())
-    assert meta['finetune'] == dict(zoo.FINETUNE, **zoo.FAMILIES['siglip_map'].finetune, steps=2)
-    assert meta['finetune']['lr'] != zoo.FINETUNE['lr']
+    assert meta['finetune'] == dict(families.FINETUNE, **families.FAMILIES['siglip_map'].finetune, steps=2)
+    assert meta['finetune']['lr'] != families.FINETUNE['lr']
 
 def test_pretraining_is_deterministic_under_a_seed():
-    a, la = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
-    b, lb = zoo.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
+    a, la = training.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
+    b, lb = training.pretrain('rn_w16', steps=3, corpus_size=256, progress=False)
     assert la == lb and a.weights_hash() == b.weights_hash()
 
 def test_lora_touches_only_q_and_v_and_merges_away():
-    enc = zoo.family_encoder('timm_avg')
-    ft, tensors, losses = zoo.finetune(enc, 'badges', steps=2, n_train=64, progress=False)
+    enc = encoders.family_encoder('timm_avg')
+    ft, tensors, losses = training.finetune(enc, 'badges', steps=2, n_train=64, progress=False)
     assert tensors and all(k.endswith(('lora_A.weight', 'lora_B.weight')) for k in tensors)   # peft's names: one LoRA path
     sd0, sd1 = enc.model.state_dict(), ft.model.state_dict()
     assert sd0.keys() == sd1.keys()
@@ -85,9 +85,9 @@ def test_lora_touches_only_q_and_v_and_merges_away():
 
 @pytest.mark.parametrize('name', ['ViT-B-32', 'RN50', 'ViT-B-16-SigLIP'])
 def test_real_open_clip_architectures_random_init(name, recwarn):
-    enc = zoo.load_open_clip(name, pretrained=None)
+    enc = encoders.load_open_clip(name, pretrained=None)
     if enc.tokenizer is None:   # SigLIP's tokenizer comes from the hub: offline and not cached, it is a warning, not a silent None
-        assert any(issubclass(w.category, zoo.TokenizerMissingWarning) for w in recwarn.list)
+        assert any(issubclass(w.category, encoders.TokenizerMissingWarning) for w in recwarn.list)
         with pytest.raises(RuntimeError, match='tokenizer='): enc.encode_text(['a photo'])
     imgs = world.load_task('shapes', 'test', 2).images
     u, z = enc.features(imgs)
@@ -97,28 +97,28 @@ def test_real_open_clip_architectures_random_init(name, recwarn):
 
 def test_real_checkpoint_missing_offline_says_how_to_pass_a_file(tmp_path):
     with pytest.raises(FileNotFoundError, match='local'):
-        zoo.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
-    with pytest.raises(KeyError, match='list_models'): zoo.load_open_clip('ViT-Nope')
-    with pytest.raises(KeyError, match='tags'): zoo.load_open_clip('RN50', pretrained='no-such-tag')
+        encoders.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
+    with pytest.raises(KeyError, match='list_models'): encoders.load_open_clip('ViT-Nope')
+    with pytest.raises(KeyError, match='tags'): encoders.load_open_clip('RN50', pretrained='no-such-tag')
 
 def test_offline_is_a_switch_read_at_the_call(monkeypatch):
     "Explicit offline= beats HF_HUB_OFFLINE; the variable counts as it is at the call; huggingface_hub's flag follows."
     from huggingface_hub import constants as hc
     seen = []
-    real = zoo.open_clip.create_model
+    real = encoders.open_clip.create_model
     def spy(name, pretrained=None, **kw):
         seen.append(hc.HF_HUB_OFFLINE)
         return real(name, pretrained=None, **kw)
-    monkeypatch.setattr(zoo.open_clip, 'create_model', spy)
+    monkeypatch.setattr(encoders.open_clip, 'create_model', spy)
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
-    zoo.load_open_clip('RN50', offline=False); zoo.load_open_clip('RN50')
+    encoders.load_open_clip('RN50', offline=False); encoders.load_open_clip('RN50')
     monkeypatch.delenv('HF_HUB_OFFLINE'); monkeypatch.delenv('TRANSFORMERS_OFFLINE', raising=False)
-    zoo.load_open_clip('RN50'); zoo.load_open_clip('RN50', offline=True)
+    encoders.load_open_clip('RN50'); encoders.load_open_clip('RN50', offline=True)
     assert seen == [False, True, False, True]
-    monkeypatch.setattr(zoo.open_clip, 'create_model', real)
+    monkeypatch.setattr(encoders.open_clip, 'create_model', real)
     t0 = time.time()   # offline and not cached: a clear error at once, no network retries
     with pytest.raises(FileNotFoundError, match='offline=False'):
-        zoo.load_open_clip('RN50', pretrained='openai', offline=True)
+        encoders.load_open_clip('RN50', pretrained='openai', offline=True)
     assert time.time() - t0 < 30
 
 def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
@@ -133,7 +133,7 @@ def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
 def small_vit_file(tmp_path_factory):
     "A ViT-S/32 built for 32 px, saved as safetensors: (encoder, path)."
     from safetensors.torch import save_file
-    enc = zoo.load_open_clip('ViT-S-32-alt', image_size=32, init_seed=0)
+    enc = encoders.load_open_clip('ViT-S-32-alt', image_size=32, init_seed=0)
     path = tmp_path_factory.mktemp('ckpt') / 'vit_s32_at32.safetensors'
     save_file({k: v.contiguous() for k, v in enc.model.state_dict().items()}, str(path))
     return enc, path
@@ -147,19 +147,19 @@ def test_image_size_builds_the_tower_at_that_size(small_vit_file):
     assert tuple(enc.model.visual.image_size) == (32, 32)
     from platonic_ta.cli import open_clip_encoder                 # the command line builds the same model
     assert open_clip_encoder('ViT-S-32-alt', 'random', 32, init_seed=0).weights_hash() == enc.weights_hash()
-    with pytest.raises(ValueError, match='its own input size'): zoo.load_open_clip('RN50', pretrained='openai', image_size=32)
+    with pytest.raises(ValueError, match='its own input size'): encoders.load_open_clip('RN50', pretrained='openai', image_size=32)
 
 def test_a_checkpoint_of_another_architecture_names_the_keys_not_a_download(small_vit_file, tmp_path):
     enc, path = small_vit_file
-    again = zoo.load_open_clip('ViT-S-32-alt', pretrained=str(path), image_size=32)
+    again = encoders.load_open_clip('ViT-S-32-alt', pretrained=str(path), image_size=32)
     assert again.weights_hash() == enc.weights_hash()
-    with pytest.raises(zoo.CheckpointError) as e:                  # another architecture: keys on both sides
-        zoo.load_open_clip('RN50', pretrained=str(path), image_size=32)
+    with pytest.raises(encoders.CheckpointError) as e:                  # another architecture: keys on both sides
+        encoders.load_open_clip('RN50', pretrained=str(path), image_size=32)
     msg = str(e.value)
     assert all(w in msg for w in ('missing keys', 'transformer.resblocks.', 'unexpected keys', 'visual.class_embedding', 'other shapes'))
     assert 'could not load' not in msg and 'network' not in msg     # not reported as a failed download
-    with pytest.raises(zoo.CheckpointError, match=r'other shapes .*visual\.positional_embedding.*\(2, 384\) in the file'):
-        zoo.load_open_clip('ViT-S-32-alt', pretrained=str(path))          # the same architecture at its own size (224 px)
+    with pytest.raises(encoders.CheckpointError, match=r'other shapes .*visual\.positional_embedding.*\(2, 384\) in the file'):
+        encoders.load_open_clip('ViT-S-32-alt', pretrained=str(path))          # the same architecture at its own size (224 px)
     (tmp_path / 'bad.safetensors').write_bytes(b'\x00' * 64)
-    with pytest.raises(zoo.CheckpointError, match='corrupt') as e: zoo.load_open_clip('RN50', pretrained=str(tmp_path / 'bad.safetensors'))
+    with pytest.raises(encoders.CheckpointError, match='corrupt') as e: encoders.load_open_clip('RN50', pretrained=str(tmp_path / 'bad.safetensors'))
     assert 'could not load' not in str(e.value) and 'network' not in str(e.value)

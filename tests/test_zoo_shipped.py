@@ -2,14 +2,14 @@
 import json, subprocess, sys, time
 import pytest
 import torch
-from platonic_ta import zoo, world
+from platonic_ta import zoo, world, encoders, families
 
 CHECK_FAMILY, CHECK_TASK = 'rn_w16', 'tallies'   # the cheapest family to rebuild, and one of its fine-tunes
 
 def test_the_package_ships_a_complete_verified_zoo_of_todays_recipe():
     d = zoo.shipped_zoo_dir()
     z = zoo._scan(d)
-    assert z.families == list(zoo.FAMILIES), f'shipped zoo families {z.families}: run zoo.ship_zoo(<built zoo>)'
+    assert z.families == list(families.FAMILIES), f'shipped zoo families {z.families}: run zoo.ship_zoo(<built zoo>)'
     assert z.tasks == world.list_tasks(controls=False)
     assert zoo.stale_families(d) == {}
     manifest = json.loads((d / 'MANIFEST.json').read_text())
@@ -38,5 +38,5 @@ def test_rebuilding_one_family_reproduces_the_shipped_zoo(tmp_path):
         b, _ = zoo.load_artifact(path(tmp_path, CHECK_FAMILY))
         assert _rel_err(a, b) < 1e-3, f'{path(ship, CHECK_FAMILY)} not reproduced (relative error {_rel_err(a, b):.2e})'
     test = world.load_task(CHECK_TASK, 'test', 500)
-    accs = [zoo.zero_shot_accuracy(zoo.load_finetune(CHECK_FAMILY, CHECK_TASK, zoo=d), test) for d in (ship, tmp_path)]
+    accs = [encoders.zero_shot_accuracy(zoo.load_finetune(CHECK_FAMILY, CHECK_TASK, zoo=d), test) for d in (ship, tmp_path)]
     assert abs(accs[0] - accs[1]) <= 0.01, accs

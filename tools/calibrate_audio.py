@@ -7,7 +7,7 @@ import sys, time, json, torch
 torch.set_num_threads(1)
 from platonic_ta import audio_world
 from platonic_ta.audio_zoo import AUDIO_FAMILIES, pretrain_audio, finetune_audio, audio_accuracy
-from platonic_ta.zoo import linear_probe_accuracy
+from platonic_ta.encoders import linear_probe_accuracy
 
 if __name__ == '__main__':
     from pathlib import Path

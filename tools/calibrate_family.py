@@ -6,7 +6,9 @@ Example: .venv/bin/python tools/calibrate_family.py vit_w96 3000 try1 '{"lr": 0.
 import os, sys, time, json, dataclasses, functools, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from platonic_ta.zoo import FAMILIES, pretrain, finetune, save_artifact
+from platonic_ta.families import FAMILIES
+from platonic_ta.training import pretrain, finetune
+from platonic_ta.zoo import save_artifact
 from platonic_ta import world
 sys.path.insert(0, str(Path(__file__).parent))
 from eval_family import evaluate

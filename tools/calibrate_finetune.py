@@ -7,8 +7,10 @@ import sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
 import numpy as np
-from platonic_ta.zoo import (FAMILIES, load_base, load_artifact, save_artifact, create_family_model, family_encoder, finetune,
-                             class_embeddings, predict, linear_probe_accuracy)
+from platonic_ta.families import FAMILIES, create_family_model
+from platonic_ta.zoo import load_base, load_artifact, save_artifact
+from platonic_ta.encoders import family_encoder, class_embeddings, predict, linear_probe_accuracy
+from platonic_ta.training import finetune
 from platonic_ta import world
 
 def base_encoder(fam, base):

@@ -6,7 +6,9 @@ Example: .venv/bin/python tools/calibrate_grounding.py vit_w96 try1 '{"weaves": 
 import os, sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from platonic_ta.zoo import FAMILIES, pretrain, save_artifact
+from platonic_ta.families import FAMILIES
+from platonic_ta.training import pretrain
+from platonic_ta.zoo import save_artifact
 from platonic_ta import world
 sys.path.insert(0, str(Path(__file__).parent))
 from eval_family import evaluate

@@ -8,7 +8,10 @@ Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread
 import sys, json, torch, torch.nn.functional as F
 from sklearn.linear_model import LogisticRegression
 from platonic_ta import world
-from platonic_ta.zoo import (load_base, family_encoder, create_family_model, finetune, zero_shot_accuracy, linear_probe_accuracy, shipped_zoo_dir)
+from platonic_ta.zoo import load_base, shipped_zoo_dir
+from platonic_ta.encoders import family_encoder, zero_shot_accuracy, linear_probe_accuracy
+from platonic_ta.families import create_family_model
+from platonic_ta.training import finetune
 
 HARD = ['grounds', 'weaves', 'scales', 'tallies', 'digits']
 

@@ -4,7 +4,8 @@ Evaluation: 500 test images per task, probe fitted on 1,000 training images, one
 (`evaluate` is shared with tools/calibrate_family.py and tools/calibrate_grounding.py)."""
 import sys, torch
 from pathlib import Path
-from platonic_ta.zoo import load_base, load_finetune, class_embeddings, predict, linear_probe_accuracy, ArtifactError
+from platonic_ta.zoo import load_base, load_finetune, ArtifactError
+from platonic_ta.encoders import class_embeddings, predict, linear_probe_accuracy
 from platonic_ta import world
 
 def evaluate(enc, finetuned=None, tasks=None):

@@ -9,7 +9,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from calibrate_finetune import base_encoder
 from platonic_ta import world
-from platonic_ta.zoo import load_artifact, DISTILL_SEED
+from platonic_ta.zoo import load_artifact
+from platonic_ta.training import DISTILL_SEED
 from platonic_ta.lora import load_adapter_tensors
 from platonic_ta.descriptors import Grid, make_grid, Descriptor, EmbeddingCache
 from platonic_ta.composition import OperatorBank
