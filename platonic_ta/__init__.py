@@ -6,7 +6,7 @@ _API = {
     'world': ['list_tasks', 'load_task'],
     'tasks': ['register_task', 'register_folder_task'],
     'families': ['FAMILIES', 'FamilySpec', 'FinetuneConfig'],
-    'encoders': ['DualEncoder', 'load_open_clip', 'zero_shot_accuracy', 'linear_probe_accuracy'],
+    'encoders': ['DualEncoder', 'load_open_clip', 'zero_shot_accuracy', 'linear_probe_accuracy', 'probe_accuracy'],
     'training': ['pretrain', 'finetune'],
     'zoo': ['Zoo', 'get_zoo', 'build_zoo'],
     'descriptors': ['Grid', 'make_grid', 'zoo_grids', 'Descriptor', 'EmbeddingCache'],

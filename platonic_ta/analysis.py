@@ -13,6 +13,7 @@ import torch
 
 from . import world
 from .world import TaskData
+from .encoders import probe_accuracy
 from .guards import check_number, check_count, check_seed, check_alloc, few
 from .descriptors import (Grid, EmbeddingCache, image_hashes, sub_grid, descriptor_cosine,
                                      consensus_descriptor, shuffled_descriptor)
@@ -406,11 +407,9 @@ def cached_accuracy(enc, scorer: Scorer, task: str, images, cache: EmbeddingCach
 
 def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: EmbeddingCache, C: float = 10.0) -> float:
     "Logistic regression on `enc`'s frozen unit embeddings (cached), fitted on `train`, scored on `test`."
-    from sklearn.linear_model import LogisticRegression
     t = train.name
-    Xtr = torch.nn.functional.normalize(cache.embed_images(enc, train.images, key=f'{t}-train').float(), dim=-1)
-    Xte = torch.nn.functional.normalize(cache.embed_images(enc, test.images, key=f'{t}-eval').float(), dim=-1)
-    return LogisticRegression(C=C, max_iter=500).fit(Xtr.numpy(), train.labels.numpy()).score(Xte.numpy(), test.labels.numpy())
+    return probe_accuracy(cache.embed_images(enc, train.images, key=f'{t}-train'), train.labels,
+                          cache.embed_images(enc, test.images, key=f'{t}-eval'), test.labels, C)
 
 def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, floor: float,
                      n_probes: int, counts: Sequence[int], pairs: Sequence, alpha: float, controls=None,

@@ -16,9 +16,9 @@ from .families import WordTokenizer, CONTEXT_LENGTH, family_spec, create_family_
 
 # %% auto #0
 __all__ = ['CHECKPOINT_EXTS', 'tokenizer_fingerprint', 'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder',
-           'family_encoder', 'class_embeddings', 'predict', 'zero_shot_accuracy', 'linear_probe_accuracy',
-           'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError', 'read_state_dict',
-           'check_state_dict', 'load_open_clip']
+           'family_encoder', 'class_embeddings', 'predict', 'zero_shot_accuracy', 'probe_accuracy',
+           'linear_probe_accuracy', 'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError',
+           'read_state_dict', 'check_state_dict', 'load_open_clip']
 
 # %% ../nbs/01f_encoders.ipynb #160efea0
 def tokenizer_fingerprint(tok) -> str:
@@ -193,13 +193,16 @@ def zero_shot_accuracy(enc: DualEncoder, data) -> float:
     T = class_embeddings(enc, data.classnames, data.templates)
     return (predict(enc, data.images, T) == data.labels).float().mean().item()
 
-def linear_probe_accuracy(enc: DualEncoder, train, test, C: float = 10.0) -> float:
-    "Logistic regression on frozen unit embeddings: fitted on `train`, scored on `test`."
+def probe_accuracy(z_train: torch.Tensor, y_train: torch.Tensor, z_test: torch.Tensor, y_test: torch.Tensor,
+                   C: float = 10.0) -> float:
+    "Logistic regression on unit embeddings (each row normalised here): fitted on the training rows, scored on the test rows."
     from sklearn.linear_model import LogisticRegression
-    Xtr = F.normalize(enc.encode_image(train.images).float(), dim=-1).numpy()
-    Xte = F.normalize(enc.encode_image(test.images).float(), dim=-1).numpy()
-    clf = LogisticRegression(C=C, max_iter=500).fit(Xtr, train.labels.numpy())
-    return float(clf.score(Xte, test.labels.numpy()))
+    Xtr, Xte = (F.normalize(z.float(), dim=-1).numpy() for z in (z_train, z_test))
+    return float(LogisticRegression(C=C, max_iter=500).fit(Xtr, y_train.numpy()).score(Xte, y_test.numpy()))
+
+def linear_probe_accuracy(enc: DualEncoder, train, test, C: float = 10.0) -> float:
+    "The linear probe of `enc`'s frozen image embeddings: fitted on `train`, scored on `test`."
+    return probe_accuracy(enc.encode_image(train.images), train.labels, enc.encode_image(test.images), test.labels, C)
 
 # %% ../nbs/01f_encoders.ipynb #f2ae6d3c
 class TokenizerMissingWarning(UserWarning):
