@@ -18,6 +18,7 @@ __all__ = ['short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_ha
 
 # %% ../nbs/02a_grids.ipynb #98cc5413
 def short_hash(data: bytes | str, n: int = 16) -> str:
+    "The first `n` hex digits of the sha256 of `data` (a str is hashed as UTF-8)."
     if isinstance(data, str): data = data.encode('utf-8')
     return hashlib.sha256(data).hexdigest()[:n]
 
