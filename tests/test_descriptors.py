@@ -1,4 +1,4 @@
-"Checks of platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
+"Checks of platonic_ta.grids, platonic_ta.cache and platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
 import json, warnings
 from pathlib import Path
 
