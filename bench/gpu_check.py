@@ -16,7 +16,9 @@ import torch
 
 def run(where, dtype, a, zoo, world, cache_dir):
     "One pass of the transfer path with every model on `where` in `dtype`; a dict of results and timings."
-    from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache
+    from platonic_ta.grids import make_grid
+    from platonic_ta.cache import EmbeddingCache
+    from platonic_ta.descriptors import Descriptor
     from platonic_ta.composition import OperatorBank
     from platonic_ta.scoring import Scorer
     from platonic_ta.adapter import fit_adapter

@@ -12,7 +12,9 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .heads import image_tower
-from .descriptors import Grid, Descriptor, EmbeddingCache, affinity
+from .grids import Grid
+from .cache import EmbeddingCache
+from .descriptors import Descriptor, affinity
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors
 from .training import SCHEDULES, lr_factor
@@ -74,7 +76,7 @@ def _check_terms(terms) -> list:
             raise ValueError(f"term {i} must be a (grid, U, coeff) triple, got {type(t).__name__} of length "
                              f"{len(t) if hasattr(t, '__len__') else '?'}")
         g, U, c = t
-        if not isinstance(g, Grid): raise TypeError(f"term {i}: the grid must be a platonic_ta.descriptors.Grid, got {type(g).__name__}")
+        if not isinstance(g, Grid): raise TypeError(f"term {i}: the grid must be a platonic_ta.grids.Grid, got {type(g).__name__}")
         if isinstance(U, Descriptor): U = U.check_grid(g).U
         if not isinstance(U, torch.Tensor) or not U.is_floating_point():
             raise TypeError(f"term {i}: U must be a Descriptor or a float tensor (N, M), got {type(U).__name__}")

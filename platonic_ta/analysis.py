@@ -15,8 +15,9 @@ from . import world
 from .world import TaskData
 from .encoders import probe_accuracy
 from .guards import check_number, check_count, check_seed, check_alloc, few
-from .descriptors import (Grid, EmbeddingCache, image_hashes, sub_grid, descriptor_cosine,
-                                     consensus_descriptor, shuffled_descriptor)
+from .grids import Grid, image_hashes, sub_grid
+from .cache import EmbeddingCache
+from .descriptors import descriptor_cosine, consensus_descriptor, shuffled_descriptor
 from .factorization import check_stack, record_edit
 from .composition import OperatorBank, check_coeff
 from .scoring import Scorer

@@ -14,7 +14,9 @@ from .lora import add_adapter, merge_adapter
 from .adapter import AdapterConfig
 from .training import lr_factor
 from .factorization import solve_operator, check_stack, record_edit
-from .descriptors import Grid, EmbeddingCache, affinity
+from .grids import Grid
+from .cache import EmbeddingCache
+from .descriptors import affinity
 from .composition import class_text_embeddings
 from .guards import check_number, check_count, check_seed
 from .training import finetune_logit_scale

@@ -13,7 +13,9 @@ from .encoders import (DualEncoder, zero_shot_accuracy, load_open_clip, digest_s
                                   TokenizerMissingWarning)
 from .families import FinetuneConfig
 from .training import finetune
-from .descriptors import make_grid, Descriptor, EmbeddingCache, GridMismatchError
+from .grids import make_grid
+from .cache import EmbeddingCache
+from .descriptors import Descriptor, GridMismatchError
 from .composition import OperatorBank
 from .factorization import save_edited
 from ._io import atomic_write

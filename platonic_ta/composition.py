@@ -12,8 +12,9 @@ from typing import Sequence
 import torch
 
 from . import __version__
-from .descriptors import (Grid, Descriptor, EmbeddingCache, GridMismatchError, descriptor_matrix,
-                                     read_safetensors, tensor_checksum)
+from .grids import Grid
+from .cache import EmbeddingCache, read_safetensors, tensor_checksum
+from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope
 from ._io import save_safetensors, atomic_write_text, pair_paths
 from .factorization import (GridFactors, select_ridges, fold_operator, embedding_route_features,

@@ -8,7 +8,9 @@ import math, random
 from typing import Sequence
 import torch
 
-from .descriptors import Grid, Descriptor, EmbeddingCache
+from .grids import Grid
+from .cache import EmbeddingCache
+from .descriptors import Descriptor
 from .heads import image_tower
 from .guards import check_number, check_count, check_seed
 

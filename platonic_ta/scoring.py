@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .descriptors import EmbeddingCache
+from .cache import EmbeddingCache
 from .guards import check_number, check_alloc
 from .composition import OperatorBank, class_text_embeddings
 

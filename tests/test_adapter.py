@@ -9,7 +9,9 @@ import torch.nn as nn
 from platonic_ta.adapter import AdapterConfig, fit_adapter, load_adapter
 from platonic_ta.qkv import SplitLinear, SplitMultiheadAttention, expose_qkv, fold_qkv, qv_targets
 from platonic_ta.lora import add_adapter, merge_adapter
-from platonic_ta.descriptors import Descriptor, EmbeddingCache, Grid, class_prompts
+from platonic_ta.grids import Grid, class_prompts
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor
 from platonic_ta.families import FAMILIES
 from platonic_ta.zoo import ArtifactError
 from platonic_ta.encoders import family_encoder

@@ -6,7 +6,9 @@ from platonic_ta.audio_frontend import FrontEnd, LogMel
 from platonic_ta.audio_zoo import (AudioFamilySpec, AudioEncoder, ClapDual, audio_family_encoder, audio_tokenizer,
                                    create_audio_model, pretrain_audio, finetune_audio, load_clap, build_audio_zoo,
                                    load_audio_base, load_audio_finetune)
-from platonic_ta.descriptors import make_grid, EmbeddingCache, Descriptor, union_grid
+from platonic_ta.grids import make_grid, union_grid
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor
 from platonic_ta.factorization import fold_operator, fold_rel_err
 from platonic_ta.composition import OperatorBank
 from platonic_ta.heads import last_layer, image_features

@@ -8,7 +8,9 @@ from platonic_ta.cli import main, open_clip_encoder
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.encoders import zero_shot_accuracy, digest_scope
-from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache
+from platonic_ta.grids import make_grid
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
 from platonic_ta.factorization import load_edited
 

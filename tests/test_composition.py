@@ -7,7 +7,9 @@ torch.set_num_threads(1)
 
 from platonic_ta import world
 from platonic_ta.encoders import family_encoder
-from platonic_ta.descriptors import Descriptor, EmbeddingCache, GridMismatchError, make_grid
+from platonic_ta.grids import make_grid
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor, GridMismatchError
 from platonic_ta.factorization import GridFactors
 from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of, class_text_embeddings
 from platonic_ta.scoring import Scorer, certificate, certify_edit, certificate_rows
@@ -342,7 +344,7 @@ def test_names_and_floored_grid():
 
 
 def test_heldout_split_is_disjoint_from_probes():
-    from platonic_ta.descriptors import image_hashes
+    from platonic_ta.grids import image_hashes
     gr = make_grid('colours', 100, seed=3)
     ho = heldout_split('colours', gr)
     assert len(ho.labels) == 2000 - 100 and ho.split == 'train-heldout'

@@ -1,13 +1,14 @@
-"Checks of platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
+"Checks of platonic_ta.grids, platonic_ta.cache and platonic_ta.descriptors that can fail: cache hits, corrupt cache files, grid mismatches, dtypes, bad input."
 import json, warnings
 from pathlib import Path
 
 import pytest
 import torch
 
-from platonic_ta.descriptors import (CacheCorruptionWarning, Descriptor, DescriptorFileError, EmbeddingCache, Grid,
-                                     GridMismatchError, affinity, consistency_summary, descriptor, descriptor_cosine,
-                                     make_grid, union_grid, unit)
+from platonic_ta.grids import Grid, make_grid, union_grid
+from platonic_ta.cache import CacheCorruptionWarning, EmbeddingCache
+from platonic_ta.descriptors import (Descriptor, DescriptorFileError, GridMismatchError, affinity,
+                                     consistency_summary, descriptor, descriptor_cosine, unit)
 from platonic_ta.toys import ToyEncoder, ToyTask
 
 

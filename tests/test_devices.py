@@ -2,7 +2,7 @@
 import copy
 import pytest, torch
 from platonic_ta import world, zoo, encoders, families, training
-from platonic_ta.descriptors import make_grid
+from platonic_ta.grids import make_grid
 from platonic_ta.composition import OperatorBank
 from platonic_ta.scoring import Scorer
 from platonic_ta.widgets import make_sliders

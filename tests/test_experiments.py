@@ -5,7 +5,8 @@ import torch
 
 from platonic_ta import world
 from platonic_ta.encoders import family_encoder
-from platonic_ta.descriptors import make_grid, affinity, sub_grid
+from platonic_ta.grids import make_grid, sub_grid
+from platonic_ta.descriptors import affinity
 from platonic_ta.analysis import weight_space_sum
 from platonic_ta.composition import class_text_embeddings
 from platonic_ta.factorization import solve_operator, edit_record

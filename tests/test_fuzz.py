@@ -14,8 +14,9 @@ torch.set_num_threads(1)
 
 from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import check_number, check_count, check_seed
-from platonic_ta.descriptors import (Descriptor, EmbeddingCache, CacheCorruptionWarning, affinity, descriptor, unit,
-                                     descriptor_cosine, consistency_matrix, make_grid)
+from platonic_ta.grids import make_grid
+from platonic_ta.cache import EmbeddingCache, CacheCorruptionWarning
+from platonic_ta.descriptors import Descriptor, affinity, descriptor, unit, descriptor_cosine, consistency_matrix
 from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges, fold_operator,
                                        edit_record, weights_hash_of, load_edited, save_edited)
 from platonic_ta.composition import OperatorBank

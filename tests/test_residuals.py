@@ -204,7 +204,8 @@ def test_summary_and_correlations():
 def _fill(Z, cache, n_probes=64, n_eval=200):
     "What the notebook does before its diagnostics (the same sizes as its CI defaults, so the session cache is shared)."
     from platonic_ta import world
-    from platonic_ta.descriptors import make_grid, zoo_descriptors
+    from platonic_ta.grids import make_grid
+    from platonic_ta.descriptors import zoo_descriptors
     from platonic_ta.composition import OperatorBank
     grids = {t: make_grid(t, n_probes, 0) for t in Z.tasks}
     D = {(f, t): d for (f, t, _), d in zoo_descriptors(Z, grids, cache, progress=False).items()}
@@ -232,7 +233,7 @@ class _Forwards:
 @pytest.fixture(scope='module')
 def micro(cache_dir):
     from platonic_ta.zoo import get_zoo
-    from platonic_ta.descriptors import EmbeddingCache
+    from platonic_ta.cache import EmbeddingCache
     Z = get_zoo('micro', progress=False)
     cache = EmbeddingCache(progress=False)
     grids, D, banks, scorers = _fill(Z, cache)
@@ -260,7 +261,7 @@ def test_micro_zoo_diagnostics_run_without_a_forward_pass(micro):
 
 def test_micro_zoo_rows_match_independent_recomputation(micro):
     "Descriptor cosines, bank operators, shift fields from the cached embeddings (not the bank's factors) and gains."
-    from platonic_ta.descriptors import EmbeddingCache
+    from platonic_ta.cache import EmbeddingCache
     Z, D, banks, scorers = micro['Z'], micro['D'], micro['banks'], micro['scorers']
     tgt = next(f for f in Z.families if banks[f].route == 'embedding')
     t = Z.tasks[0]
@@ -280,7 +281,7 @@ def test_micro_zoo_rows_match_independent_recomputation(micro):
 
 def test_micro_zoo_second_run_is_served_from_the_cache(micro):
     "A fresh process-level cache object on the same folder: descriptors, factors and features all come from disk."
-    from platonic_ta.descriptors import EmbeddingCache
+    from platonic_ta.cache import EmbeddingCache
     Z = micro['Z']
     cache2 = EmbeddingCache(progress=False)
     _, D2, banks2, scorers2 = _fill(Z, cache2)

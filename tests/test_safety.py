@@ -10,7 +10,9 @@ torch.set_num_threads(1)
 
 from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import AllocationError, WrongKindError, file_kind
-from platonic_ta.descriptors import Descriptor, EmbeddingCache, make_grid, zoo_descriptors
+from platonic_ta.grids import make_grid
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor, zoo_descriptors
 from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import OperatorBank, TargetMismatchError

@@ -46,7 +46,7 @@ def test_cli_reports_a_bad_spec_and_exits_2(tmp_path, capsys):
 
 def test_entry_point_parameters_are_checked(tmp_path):
     with pytest.raises(SweepError, match=r"no parameter \['nope'\]"):
-        Sweep(SweepSpec(entry='platonic_ta.descriptors:make_grid', grid={'nope': [1]}), tmp_path / 'out')
+        Sweep(SweepSpec(entry='platonic_ta.grids:make_grid', grid={'nope': [1]}), tmp_path / 'out')
 
 @pytest.mark.serial
 def test_tiny_sweep_on_local_ray_with_two_workers(tmp_path, cache_dir):

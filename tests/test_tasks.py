@@ -3,7 +3,9 @@ import pytest, torch, torch.nn.functional as F
 import open_clip
 from platonic_ta import world
 from platonic_ta.tasks import make_image_folder, register_folder_task, folder_task, register_tensor_task
-from platonic_ta.descriptors import make_grid, Descriptor, EmbeddingCache, image_hashes
+from platonic_ta.grids import make_grid, image_hashes
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
 from platonic_ta.analysis import heldout_split
 from platonic_ta.factorization import save_edited, load_edited

@@ -12,7 +12,9 @@ from platonic_ta import world
 from platonic_ta.zoo import load_artifact
 from platonic_ta.training import DISTILL_SEED
 from platonic_ta.lora import load_adapter_tensors
-from platonic_ta.descriptors import Grid, make_grid, Descriptor, EmbeddingCache
+from platonic_ta.grids import Grid, make_grid
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
 from platonic_ta.analysis import floored_ridge_grid
 
