@@ -439,7 +439,7 @@ class OperatorBank(_BankDisk):
         return self
 
     # --- fast path -----------------------------------------------------------------------------------------
-    def scorer(self, eval_sets: Mapping, target=None, cache: EmbeddingCache | None = None) -> 'Scorer':
+    def scorer(self, eval_sets: Mapping, target=None, cache: EmbeddingCache | None = None):
         "A `platonic_ta.scoring.Scorer`: the target's features of every evaluation set, computed once."
         from platonic_ta.scoring import Scorer    # scoring builds on this module: imported when a scorer is asked for
         return Scorer(self, eval_sets, target=target, cache=cache)
