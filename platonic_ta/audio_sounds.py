@@ -14,7 +14,7 @@ from .scenes import pick
 __all__ = ['SR', 'CLIP', 'WORLD_SEED', 'SOURCES', 'PITCHES', 'TIMBRES', 'ENVELOPES', 'RHYTHMS', 'BACKGROUNDS', 'DIRECTIONS',
            'TABLE', 'BELL_PARTIALS', 'NOISE_COLOURS', 'NOISE_VARIANTS', 'clip_rng', 'wavetables', 'noise_bank',
            'drum_bank', 'envelope', 'render_layer', 'background', 'mu_law_encode', 'mu_law_decode', 'render_clip',
-           'f0_in', 'tone', 'chord', 'chirp', 'burst', 'clicks', 'beat', 'melody']
+           'tone', 'chord', 'chirp', 'burst', 'clicks', 'beat', 'melody']
 
 # %% ../nbs/08a_audio_sounds.ipynb #fe35ba26
 SR = 16_000                # samples per second
@@ -184,16 +184,16 @@ def render_clip(scene: dict, rng) -> np.ndarray:
     return mu_law_encode(x * (rng.uniform(0.4, 0.9) / max(peak, 1e-6)))
 
 # %% ../nbs/08a_audio_sounds.ipynb #cd72bcba
-def f0_in(rng, pitch):
+def _f0(rng, pitch):
     lo, hi = PITCHES[pitch]
     return float(lo * (hi / lo) ** rng.random())
 
 def tone(rng, pitch, timbre, env, t0=None, dur=None, gain=1.0):
     t0 = rng.uniform(0.0, 0.3) if t0 is None else t0
-    return [dict(kind='note', timbre=timbre, f0=f0_in(rng, pitch), t0=t0, dur=dur or rng.uniform(0.5, 0.9), env=env, gain=gain)]
+    return [dict(kind='note', timbre=timbre, f0=_f0(rng, pitch), t0=t0, dur=dur or rng.uniform(0.5, 0.9), env=env, gain=gain)]
 
 def chord(rng, pitch, timbre, env, gain=0.6):
-    f, t0, d = f0_in(rng, pitch), rng.uniform(0.0, 0.25), rng.uniform(0.55, 0.9)
+    f, t0, d = _f0(rng, pitch), rng.uniform(0.0, 0.25), rng.uniform(0.55, 0.9)
     steps = pick(rng, [(0, 4, 7), (0, 3, 7), (0, 5, 9)])     # major, minor, open triads in semitones
     return [dict(kind='note', timbre=timbre, f0=f * 2 ** (s / 12), t0=t0, dur=d, env=env, gain=gain) for s in steps]
 
@@ -202,7 +202,7 @@ def chirp(rng, pitch, timbre, direction, n=1, dur=None, gain=1.0):
     for i in range(n):
         g = rng.uniform(1.8, 3.0)
         d = dur or rng.uniform(0.25, 0.6) / n
-        out.append(dict(kind='note', timbre=timbre, f0=f0_in(rng, pitch) * (1 if direction == 'rising' else g),
+        out.append(dict(kind='note', timbre=timbre, f0=_f0(rng, pitch) * (1 if direction == 'rising' else g),
                         glide=g if direction == 'rising' else 1 / g, t0=rng.uniform(0, 0.1) + i * (1.0 / n) * 0.9,
                         dur=d, env='steady', gain=gain))
     return out
@@ -228,7 +228,7 @@ def beat(rng, rhythm, gain=1.0):
 def melody(rng, rhythm, timbre, pitch=None, gain=0.7):
     "Short notes of one timbre on a rhythm's steps (a random walk on a pentatonic scale)."
     s = rng.uniform(0.92, 1.0) / 16
-    f = f0_in(rng, pitch or pick(rng, ['low', 'middle']))
+    f = _f0(rng, pitch or pick(rng, ['low', 'middle']))
     deg = 0
     out = []
     for k in RHYTHMS[rhythm]:
