@@ -8,7 +8,7 @@ import math
 from functools import lru_cache
 import numpy as np
 import torch
-from .scenes import pick
+from .scenes import keyed_rng, pick
 
 # %% auto #0
 __all__ = ['SR', 'CLIP', 'WORLD_SEED', 'SOURCES', 'PITCHES', 'TIMBRES', 'ENVELOPES', 'RHYTHMS', 'BACKGROUNDS', 'DIRECTIONS',
@@ -41,10 +41,8 @@ NOISE_COLOURS = ('white', 'pink', 'brown')
 NOISE_VARIANTS = 8          # noises per colour, each 2 s long
 
 def clip_rng(*key):
-    "The generator of one clip: Philox keyed by (world seed, key), cheap to create and stable across platforms."
-    k = 0
-    for v in key: k = (k * 1_000_003 + int(v)) % 2**64
-    return np.random.Generator(np.random.Philox(key=[WORLD_SEED, k]))
+    "The generator of one clip: Philox keyed by (audio world seed, key)."
+    return keyed_rng(WORLD_SEED, *key)
 
 @lru_cache(1)
 def wavetables() -> dict:

@@ -10,7 +10,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'pick', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'keyed_rng', 'pick', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
            'handwritten_digits', 'background', 'apply_style', 'render_scene', 'scene_item', 'scatter_items',
            'pick_style', 'distractors']
 
@@ -31,6 +31,12 @@ DIRECTIONS = ['right', 'up right', 'up', 'up left', 'left', 'down left', 'down',
 SIZE = 32
 WORLD_SEED = 20261130   # every image and the texture bank derive from it
 _YY, _XX = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) + 0.5
+
+def keyed_rng(seed: int, *key):
+    "A generator for one item of a world: Philox keyed by (`seed`, `key`), cheap to create and stable across platforms."
+    k = 0
+    for v in key: k = (k * 1_000_003 + int(v)) % 2**64
+    return np.random.Generator(np.random.Philox(key=[seed, k]))
 
 def pick(rng, seq):
     "A uniformly random element of a sequence (much faster than rng.choice on small lists)."

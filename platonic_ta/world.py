@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES, DIGITS, DIRECTIONS, SIZE, WORLD_SEED,
-                     handwritten_digits, render_scene, pick, scene_item, scatter_items, pick_style, distractors)
+                     handwritten_digits, render_scene, keyed_rng, pick, scene_item, scatter_items, pick_style, distractors)
 
 # %% auto #0
 __all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
@@ -179,10 +179,8 @@ def _check_task(name, split):
     if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
 
 def _rng(*key):
-    "The generator of one image: Philox keyed by (world seed, key), cheap to create and stable across platforms."
-    k = 0
-    for v in key: k = (k * 1_000_003 + int(v)) % 2**64
-    return np.random.Generator(np.random.Philox(key=[WORLD_SEED, k]))
+    "The generator of one image: Philox keyed by (world seed, key)."
+    return keyed_rng(WORLD_SEED, *key)
 
 def _task_index(name): return list(TASKS).index(name)
 
