@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, math
 from dataclasses import dataclass, asdict
 import torch, torch.nn as nn, torch.nn.functional as F
-from .audio_world import SR, CLIP, mu_law_decode
+from .audio_sounds import SR, CLIP, mu_law_decode
 
 # %% auto #0
 __all__ = ['MEAN_DB', 'STD_DB', 'hz_to_mel', 'mel_to_hz', 'mel_filterbank', 'FrontEnd', 'LogMel']

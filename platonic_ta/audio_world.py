@@ -4,244 +4,20 @@
 
 # %% ../nbs/08a_audio_world.ipynb #a4301ea8
 from __future__ import annotations
-import hashlib, math, time
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 import numpy as np
 import torch
-from .world import TaskData, grounded_phrases
+from .world import TaskData, grounded_phrases, noisy, hash_world
+from .audio_sounds import (CLIP, SOURCES, PITCHES, TIMBRES, ENVELOPES, RHYTHMS, BACKGROUNDS,
+                                      DIRECTIONS, clip_rng, pick, mu_law_decode, render_clip, tone, chord, chirp, burst, clicks,
+                                      beat, melody)
 
 # %% auto #0
-__all__ = ['SR', 'CLIP', 'WORLD_SEED', 'SOURCES', 'PITCHES', 'TIMBRES', 'ENVELOPES', 'RHYTHMS', 'BACKGROUNDS', 'DIRECTIONS',
-           'TABLE', 'BELL_PARTIALS', 'NOISE_COLOURS', 'NOISE_VARIANTS', 'EVENTS', 'STREETS', 'GENRES', 'SOUNDS',
-           'FOCUS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_CLIPS', 'wavetables', 'noise_bank', 'drum_bank', 'envelope',
-           'render_layer', 'background', 'mu_law_encode', 'mu_law_decode', 'render_clip', 'tone', 'chord', 'chirp',
-           'burst', 'clicks', 'beat', 'melody', 'AudioTaskSpec', 'caption_clip', 'AudioTaskData', 'list_tasks',
-           'load_task', 'caption_corpus', 'grounding_counts', 'vocabulary', 'fingerprint', 'clips_per_second']
-
-# %% ../nbs/08a_audio_world.ipynb #fe35ba26
-SR = 16_000                # samples per second
-CLIP = 16_000              # samples per clip: one second
-WORLD_SEED = 20261201      # every clip and the noise bank derive from it
-SOURCES = ['tone', 'chord', 'chirp', 'noise', 'clicks', 'beat']
-PITCHES = {'low': (110.0, 220.0), 'middle': (220.0, 440.0), 'high': (440.0, 880.0)}   # fundamental range in Hz
-TIMBRES = ['pure', 'bright', 'hollow', 'reedy', 'nasal', 'bell']
-ENVELOPES = ['plucked', 'bowed', 'swelling', 'fading', 'steady']
-RHYTHMS = {'steady': [0, 4, 8, 12], 'fast': [0, 2, 4, 6, 8, 10, 12, 14], 'offbeat': [2, 6, 10, 14],
-           'gallop': [0, 3, 4, 8, 11, 12], 'sparse': [0, 9]}   # hit positions on 16 steps of one second
-BACKGROUNDS = ['quiet', 'hum', 'hiss', 'rumble', 'crowd', 'rain']
-DIRECTIONS = ['rising', 'falling']
-
-# %% ../nbs/08a_audio_world.ipynb #8e65a530
-TABLE = 4096
-_HARMONICS = {'pure': {1: 1.0},
-              'bright': {k: 1.0 / k for k in range(1, 13)},                     # saw-like: every harmonic
-              'hollow': {k: 1.0 / k for k in range(1, 14, 2)},                  # square-like: odd harmonics
-              'reedy': {1: 0.5, 2: 0.2, 3: 1.0, 4: 0.15, 5: 0.8, 7: 0.5, 9: 0.3},
-              'nasal': {1: 0.3, 2: 0.4, 3: 0.9, 4: 1.0, 5: 0.6, 6: 0.2}}      # a formant around the 4th harmonic
-BELL_PARTIALS = ((1.0, 1.0, 1.0), (2.76, 0.6, 0.55), (5.4, 0.4, 0.3), (8.93, 0.25, 0.18))  # ratio, gain, decay share
-NOISE_COLOURS = ('white', 'pink', 'brown')
-NOISE_VARIANTS = 8          # noises per colour, each 2 s long
-
-def _rng(*key):
-    "The generator of one clip: Philox keyed by (world seed, key), cheap to create and stable across platforms."
-    k = 0
-    for v in key: k = (k * 1_000_003 + int(v)) % 2**64
-    return np.random.Generator(np.random.Philox(key=[WORLD_SEED, k]))
-
-@lru_cache(1)
-def wavetables() -> dict:
-    "{timbre: one cycle (TABLE,) float32 with peak 1} for every harmonic timbre (not 'bell')."
-    ph = 2 * np.pi * np.arange(TABLE) / TABLE
-    out = {}
-    for name, hs in _HARMONICS.items():
-        w = sum(a * np.sin(k * ph) for k, a in hs.items())
-        out[name] = (w / np.abs(w).max()).astype(np.float32)
-    return out
-
-@lru_cache(1)
-def noise_bank() -> dict:
-    "{colour: (NOISE_VARIANTS, 2·SR) float32, unit rms}: white, pink (1/f power) and brown (1/f²) noise."
-    r = _rng(7, 7)
-    n = 2 * SR
-    f = np.fft.rfftfreq(n, 1 / SR); f[0] = f[1]
-    out = {}
-    for c, p in zip(NOISE_COLOURS, (0.0, 0.5, 1.0)):
-        spec = np.fft.rfft(r.standard_normal((NOISE_VARIANTS, n)), axis=1) / f ** p
-        spec[:, 0] = 0                                               # no DC offset
-        x = np.fft.irfft(spec, n, axis=1)
-        out[c] = (x / x.std(1, keepdims=True)).astype(np.float32)
-    return out
-
-@lru_cache(1)
-def drum_bank() -> dict:
-    "{name: short float32 sample}: kick (a low sine that drops), snare and hat (noise bursts), click, knock, tick."
-    t = np.arange(int(0.25 * SR)) / SR
-    w = noise_bank()['white'][0]
-    kick = np.sin(2 * np.pi * (45 * t + 60 * 0.03 * (1 - np.exp(-t / 0.03)))) * np.exp(-t / 0.09)
-    snare = w[:len(t)] * np.exp(-t / 0.05) * 0.7 + np.sin(2 * np.pi * 190 * t) * np.exp(-t / 0.04) * 0.4
-    hat = np.diff(w[:len(t) + 1]) * np.exp(-t / 0.012) * 0.5
-    tc = t[:int(0.01 * SR)]
-    click = np.diff(w[SR:SR + len(tc) + 1]) * np.exp(-tc / 0.001) * 0.8
-    knock = np.sin(2 * np.pi * 95 * t) * np.exp(-t / 0.025) + 0.3 * w[2000:2000 + len(t)] * np.exp(-t / 0.006)
-    tick = np.sin(2 * np.pi * 3000 * tc) * np.exp(-tc / 0.0015)
-    return {k: v.astype(np.float32) for k, v in dict(kick=kick, snare=snare, hat=hat, click=click, knock=knock, tick=tick).items()}
-
-# %% ../nbs/08a_audio_world.ipynb #4c0200ee
-_T = np.arange(2 * SR, dtype=np.float32) / SR
-
-def envelope(kind: str, n: int, rng=None) -> np.ndarray:
-    "(n,) float32 amplitude envelope of a note `n` samples long."
-    t, d = _T[:n], max(n, 1) / SR
-    if kind == 'plucked': e = np.exp(-t / (0.18 * d + 0.02))
-    elif kind == 'bowed': e = np.minimum(t / (0.25 * d + 1e-3), 1.0)
-    elif kind == 'swelling': e = (t / d) ** 2
-    elif kind == 'fading': e = 1.0 - t / d
-    elif kind == 'steady': e = np.ones(n, np.float32)
-    else: raise ValueError(f'unknown envelope {kind!r}; envelopes are {ENVELOPES}')
-    ramp = min(n // 2, 48)                                           # 3 ms edges: no clicks at a note's ends
-    if ramp: e = e.copy(); e[:ramp] *= np.linspace(0, 1, ramp, dtype=np.float32); e[n - ramp:] *= np.linspace(1, 0, ramp, dtype=np.float32)
-    return e.astype(np.float32)
-
-def _cycles(f0: float, n: int, glide: float = 1.0, wobble: tuple | None = None) -> np.ndarray:
-    "Phase in cycles of a tone from f0: steady, gliding exponentially to f0·glide, or wobbling (rate Hz, depth octaves)."
-    t = _T[:n]
-    if wobble:
-        f = f0 * np.exp2(wobble[1] * np.sin(2 * np.pi * wobble[0] * t))
-        return np.cumsum(f) / SR
-    if glide == 1.0: return f0 * t
-    d = n / SR; lr = math.log(glide)
-    return f0 * d / lr * (np.exp(lr * t / d) - 1)
-
-def _note(L: dict, n: int) -> np.ndarray:
-    if L['timbre'] == 'bell':
-        out = np.zeros(n, np.float32)
-        sine = wavetables()['pure']
-        for ratio, g, dk in BELL_PARTIALS:
-            cyc = _cycles(L['f0'] * ratio, n, L.get('glide', 1.0), L.get('wobble'))
-            out += g * sine[(cyc * TABLE).astype(np.int64) & (TABLE - 1)] * np.exp(-_T[:n] / (0.35 * dk + 0.02))
-        return out
-    if L['timbre'] not in wavetables(): raise ValueError(f"unknown timbre {L['timbre']!r}; timbres are {TIMBRES}")
-    cyc = _cycles(L['f0'], n, L.get('glide', 1.0), L.get('wobble'))
-    return wavetables()[L['timbre']][(cyc * TABLE).astype(np.int64) & (TABLE - 1)]
-
-def _noise(colour: str, n: int, rng) -> np.ndarray:
-    bank = noise_bank()[colour]
-    i = int(rng.random() * NOISE_VARIANTS); o = int(rng.random() * (bank.shape[1] - n))
-    return bank[i, o:o + n]
-
-def render_layer(L: dict, out: np.ndarray, rng) -> None:
-    "Add layer `L` into the waveform `out` in place."
-    i0 = int(L.get('t0', 0.0) * SR)
-    if i0 >= len(out): return
-    if L['kind'] == 'hit':
-        s = drum_bank()[L['drum']][:len(out) - i0]
-        out[i0:i0 + len(s)] += L.get('gain', 1.0) * s
-        return
-    n = min(int(L.get('dur', 1.0) * SR), len(out) - i0)
-    if n <= 0: return
-    if L['kind'] == 'note': x = _note(L, n)
-    elif L['kind'] == 'noise': x = _noise(L['colour'], n, rng) * 0.35
-    else: raise ValueError(f"unknown layer kind {L['kind']!r}: 'note', 'noise' or 'hit'")
-    x = x * envelope(L.get('env', 'steady'), n)
-    if 'pulse' in L: x = x * (0.5 + 0.5 * np.sign(np.sin(2 * np.pi * L['pulse'] * _T[:n] + 0.3)))   # on-off at `pulse` Hz
-    out[i0:i0 + n] += L.get('gain', 1.0) * x
-
-def background(kind: str, rng) -> np.ndarray:
-    "(CLIP,) float32 background bed of a kind."
-    if kind == 'quiet': return _noise('white', CLIP, rng) * 0.003
-    if kind == 'hum':
-        f = rng.choice([50.0, 60.0]) * rng.uniform(0.98, 1.02)
-        return wavetables()['bright'][((f * _T[:CLIP] + rng.random()) * TABLE).astype(np.int64) & (TABLE - 1)] * 0.12
-    if kind == 'hiss': return _noise('white', CLIP, rng) * 0.06
-    if kind == 'rumble': return _noise('brown', CLIP, rng) * 0.25
-    if kind == 'crowd':
-        m = 0.6 + 0.4 * np.sin(2 * np.pi * rng.uniform(2, 5) * _T[:CLIP] + rng.uniform(0, 6.3))
-        return _noise('pink', CLIP, rng) * 0.12 * m
-    if kind == 'rain':
-        x = _noise('pink', CLIP, rng) * 0.05
-        c = drum_bank()['click']
-        for i in rng.integers(0, CLIP - len(c), 40): x[i:i + len(c)] += 0.15 * rng.random() * c
-        return x
-    raise ValueError(f'unknown background {kind!r}; backgrounds are {BACKGROUNDS}')
-
-def mu_law_encode(x: np.ndarray) -> np.ndarray:
-    "float waveform in [-1, 1] -> uint8 μ-law codes (μ = 255)."
-    x = np.clip(x, -1, 1)
-    y = np.sign(x) * np.log1p(255 * np.abs(x)) / math.log(256)
-    return np.round((y + 1) * 127.5).astype(np.uint8)
-
-def mu_law_decode(codes) -> torch.Tensor:
-    "uint8 μ-law codes (any shape; numpy or torch) -> float32 waveform in [-1, 1]."
-    c = torch.as_tensor(codes)
-    if c.dtype != torch.uint8: raise TypeError(f'mu_law_decode expects uint8 μ-law codes, got {c.dtype}')
-    y = c.float() / 127.5 - 1
-    return torch.sign(y) * torch.expm1(y.abs() * math.log(256)) / 255
-
-def render_clip(scene: dict, rng) -> np.ndarray:
-    "Render a clip dict to (CLIP,) uint8 μ-law codes."
-    x = background(scene['background'], rng).copy()
-    for L in scene['layers']: render_layer(L, x, rng)
-    peak = float(np.abs(x).max())
-    return mu_law_encode(x * (rng.uniform(0.4, 0.9) / max(peak, 1e-6)))
-
-# %% ../nbs/08a_audio_world.ipynb #cd72bcba
-def _pick(rng, seq):
-    "A uniformly random element of a sequence."
-    return seq[int(rng.random() * len(seq))]
-
-def _f0(rng, pitch):
-    lo, hi = PITCHES[pitch]
-    return float(lo * (hi / lo) ** rng.random())
-
-def tone(rng, pitch, timbre, env, t0=None, dur=None, gain=1.0):
-    t0 = rng.uniform(0.0, 0.3) if t0 is None else t0
-    return [dict(kind='note', timbre=timbre, f0=_f0(rng, pitch), t0=t0, dur=dur or rng.uniform(0.5, 0.9), env=env, gain=gain)]
-
-def chord(rng, pitch, timbre, env, gain=0.6):
-    f, t0, d = _f0(rng, pitch), rng.uniform(0.0, 0.25), rng.uniform(0.55, 0.9)
-    steps = _pick(rng, [(0, 4, 7), (0, 3, 7), (0, 5, 9)])     # major, minor, open triads in semitones
-    return [dict(kind='note', timbre=timbre, f0=f * 2 ** (s / 12), t0=t0, dur=d, env=env, gain=gain) for s in steps]
-
-def chirp(rng, pitch, timbre, direction, n=1, dur=None, gain=1.0):
-    out = []
-    for i in range(n):
-        g = rng.uniform(1.8, 3.0)
-        d = dur or rng.uniform(0.25, 0.6) / n
-        out.append(dict(kind='note', timbre=timbre, f0=_f0(rng, pitch) * (1 if direction == 'rising' else g),
-                        glide=g if direction == 'rising' else 1 / g, t0=rng.uniform(0, 0.1) + i * (1.0 / n) * 0.9,
-                        dur=d, env='steady', gain=gain))
-    return out
-
-def burst(rng, colour=None, env=None, gain=1.0, pulse=None):
-    L = dict(kind='noise', colour=colour or _pick(rng, NOISE_COLOURS), t0=rng.uniform(0, 0.3), dur=rng.uniform(0.3, 0.7),
-             env=env or _pick(rng, ENVELOPES), gain=gain)
-    if pulse: L['pulse'] = pulse
-    return [L]
-
-def clicks(rng, rate=None, drum='click', gain=1.0, jitter=0.0):
-    rate = rate or rng.uniform(3, 8)
-    t0 = rng.uniform(0, 1 / rate)
-    return [dict(kind='hit', drum=drum, t0=t + rng.uniform(-jitter, jitter) * (t > 0), gain=gain)
-            for t in np.arange(t0, 1.0, 1 / rate)]
-
-def beat(rng, rhythm, gain=1.0):
-    "Drum hits on a rhythm's steps (kick on the first, snare or hat on the others), 16 steps to the second."
-    s = rng.uniform(0.92, 1.0) / 16
-    return [dict(kind='hit', drum='kick' if i == 0 else ('snare' if k % 4 == 0 else 'hat'), t0=k * s, gain=gain)
-            for i, k in enumerate(RHYTHMS[rhythm])]
-
-def melody(rng, rhythm, timbre, pitch=None, gain=0.7):
-    "Short notes of one timbre on a rhythm's steps (a random walk on a pentatonic scale)."
-    s = rng.uniform(0.92, 1.0) / 16
-    f = _f0(rng, pitch or _pick(rng, ['low', 'middle']))
-    deg = 0
-    out = []
-    for k in RHYTHMS[rhythm]:
-        deg = int(np.clip(deg + rng.integers(-2, 3), -3, 5))
-        semis = [0, 2, 4, 7, 9][deg % 5] + 12 * (deg // 5)
-        out.append(dict(kind='note', timbre=timbre, f0=f * 2 ** (semis / 12), t0=k * s, dur=s * 1.8, env='plucked', gain=gain))
-    return out
+__all__ = ['EVENTS', 'STREETS', 'GENRES', 'SOUNDS', 'FOCUS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_CLIPS', 'AudioTaskSpec',
+           'caption_clip', 'AudioTaskData', 'list_tasks', 'load_task', 'caption_corpus', 'grounding_counts',
+           'vocabulary', 'fingerprint', 'clips_per_second']
 
 # %% ../nbs/08a_audio_world.ipynb #15192013
 def _event(name: str, rng) -> list:
@@ -289,7 +65,7 @@ def _event(name: str, rng) -> list:
         return [dict(kind='noise', colour='pink', t0=0, dur=1.0, env='steady', gain=0.7),
                 dict(kind='note', timbre='pure', f0=rng.uniform(90, 130), t0=0, dur=1.0, env='steady', gain=0.3)]
     if name == 'music':     # a street band: a beat and a reedy tune
-        r = _pick(rng, list(RHYTHMS))
+        r = pick(rng, list(RHYTHMS))
         return beat(rng, r, 0.7) + melody(rng, r, 'reedy')
     raise ValueError(f'unknown sound {name!r}')
 
@@ -321,22 +97,22 @@ class AudioTaskSpec:
     def control(self) -> bool: return self.role == 'control'
 
 def _t_events(y, rng, split):     # ESC-50-like: one sound event on any background
-    return dict(background=_pick(rng, BACKGROUNDS), layers=_event(EVENTS[y], rng), sound=EVENTS[y])
+    return dict(background=pick(rng, BACKGROUNDS), layers=_event(EVENTS[y], rng), sound=EVENTS[y])
 
 def _t_streets(y, rng, split):    # UrbanSound8K-like: a street sound, far away, over the city
     layers = _event(STREETS[y], rng)
     g = rng.uniform(0.25, 0.6)
     for L in layers: L['gain'] = L.get('gain', 1.0) * g
-    return dict(background=_pick(rng, ['rumble', 'crowd', 'hum', 'crowd']), layers=layers, sound=STREETS[y])
+    return dict(background=pick(rng, ['rumble', 'crowd', 'hum', 'crowd']), layers=layers, sound=STREETS[y])
 
 def _t_genres(y, rng, split):     # GTZAN-like: a beat in a rhythm and a tune in a timbre, with a bed of noise
     r, tb = GENRES[y]
-    return dict(background=_pick(rng, ['quiet', 'hiss', 'crowd']), layers=beat(rng, r, 0.8) + melody(rng, r, tb),
+    return dict(background=pick(rng, ['quiet', 'hiss', 'crowd']), layers=beat(rng, r, 0.8) + melody(rng, r, tb),
                 rhythm=r, timbre=tb)
 
 def _t_pitches(y, rng, split):    # control: the pitch of one tone, in the captions' words
     p = list(PITCHES)[y]
-    return dict(background=_pick(rng, BACKGROUNDS), layers=tone(rng, p, _pick(rng, TIMBRES[:5]), _pick(rng, ENVELOPES)), pitch=p)
+    return dict(background=pick(rng, BACKGROUNDS), layers=tone(rng, p, pick(rng, TIMBRES[:5]), pick(rng, ENVELOPES)), pitch=p)
 
 def _t_sources(y, rng, split):    # control: what the clip is made of, in the captions' words
     return _plain_clip(rng, SOURCES[y])
@@ -353,16 +129,16 @@ FOCUS = {'source': 0.14, 'pitch': 0.12, 'timbre': 0.12, 'envelope': 0.08, 'direc
          'rhythm': 0.14, 'sound': 0.26}   # share of pretraining clips whose caption is about each attribute
 
 def _plain_clip(rng, source, pitch=None, timbre=None, env=None, direction=None):
-    pitch, timbre = pitch or _pick(rng, list(PITCHES)), timbre or _pick(rng, TIMBRES)
-    env, direction = env or _pick(rng, ENVELOPES), direction or _pick(rng, DIRECTIONS)
-    sc = dict(background=_pick(rng, BACKGROUNDS), source=source)
+    pitch, timbre = pitch or pick(rng, list(PITCHES)), timbre or pick(rng, TIMBRES)
+    env, direction = env or pick(rng, ENVELOPES), direction or pick(rng, DIRECTIONS)
+    sc = dict(background=pick(rng, BACKGROUNDS), source=source)
     if source == 'tone': sc['layers'] = tone(rng, pitch, timbre, env)
     elif source == 'chord': sc['layers'] = chord(rng, pitch, timbre if timbre != 'bell' else 'pure', env)
     elif source == 'chirp': sc['layers'] = chirp(rng, pitch, timbre if timbre != 'bell' else 'pure', direction); sc['direction'] = direction
     elif source == 'noise': sc['layers'] = burst(rng, env=env); sc['colour'] = sc['layers'][0]['colour']
     elif source == 'clicks': sc['layers'] = clicks(rng)
     elif source == 'beat':
-        r = _pick(rng, list(RHYTHMS)); sc['layers'] = beat(rng, r); sc['rhythm'] = r
+        r = pick(rng, list(RHYTHMS)); sc['layers'] = beat(rng, r); sc['rhythm'] = r
     else: raise ValueError(f'unknown source {source!r}; sources are {SOURCES}')
     if source in ('tone', 'chord', 'chirp'): sc.update(pitch=pitch, timbre=timbre if source == 'tone' or timbre != 'bell' else 'pure')
     if source in ('tone', 'chord', 'noise'): sc['envelope'] = env
@@ -371,21 +147,21 @@ def _plain_clip(rng, source, pitch=None, timbre=None, env=None, direction=None):
 def _pretrain_clip(rng) -> dict:
     focus = list(FOCUS)[int(rng.choice(len(FOCUS), p=np.array(list(FOCUS.values()))))]
     if focus == 'sound':
-        s = _pick(rng, SOUNDS)
-        sc = dict(background=_pick(rng, BACKGROUNDS), layers=_event(s, rng), sound=s)
+        s = pick(rng, SOUNDS)
+        sc = dict(background=pick(rng, BACKGROUNDS), layers=_event(s, rng), sound=s)
         if rng.random() < 0.3:                                       # now and then heard far away over the street
             for L in sc['layers']: L['gain'] = L.get('gain', 1.0) * rng.uniform(0.3, 0.7)
-            sc['background'] = _pick(rng, ['rumble', 'crowd', 'hum'])
+            sc['background'] = pick(rng, ['rumble', 'crowd', 'hum'])
     elif focus == 'rhythm':
-        r = _pick(rng, list(RHYTHMS))
+        r = pick(rng, list(RHYTHMS))
         if rng.random() < 0.6:                                       # music: a beat and a tune
-            tb = _pick(rng, TIMBRES[:5])
-            sc = dict(background=_pick(rng, BACKGROUNDS), layers=beat(rng, r, 0.8) + melody(rng, r, tb), rhythm=r, timbre=tb, music=True)
-        else: sc = dict(background=_pick(rng, BACKGROUNDS), layers=beat(rng, r), rhythm=r, source='beat')
+            tb = pick(rng, TIMBRES[:5])
+            sc = dict(background=pick(rng, BACKGROUNDS), layers=beat(rng, r, 0.8) + melody(rng, r, tb), rhythm=r, timbre=tb, music=True)
+        else: sc = dict(background=pick(rng, BACKGROUNDS), layers=beat(rng, r), rhythm=r, source='beat')
     elif focus == 'direction': sc = _plain_clip(rng, 'chirp')
-    elif focus == 'envelope': sc = _plain_clip(rng, _pick(rng, ['tone', 'chord', 'noise']))
-    elif focus in ('pitch', 'timbre'): sc = _plain_clip(rng, _pick(rng, ['tone', 'tone', 'chord', 'chirp']))
-    else: sc = _plain_clip(rng, _pick(rng, SOURCES))
+    elif focus == 'envelope': sc = _plain_clip(rng, pick(rng, ['tone', 'chord', 'noise']))
+    elif focus in ('pitch', 'timbre'): sc = _plain_clip(rng, pick(rng, ['tone', 'tone', 'chord', 'chirp']))
+    else: sc = _plain_clip(rng, pick(rng, SOURCES))
     sc['focus'] = focus
     return sc
 
@@ -396,14 +172,11 @@ _SOUND_WORDS = {   # how a caption describes a named sound in plain words
     'drill': 'a pulsing nasal whine', 'jackhammer': 'low pulsing noise', 'aircon': 'steady noise and a low hum',
     'music': 'a beat and reedy notes'}
 
-def _noisy(rng, value, choices, p_noise):
-    return _pick(rng, choices) if rng.random() < p_noise else value
-
 def _phrases(sc: dict, rng, p_noise: float) -> dict:
     "Every phrase a caption could say about the clip: {attribute: phrase}."
-    n = lambda v, ch: _noisy(rng, v, ch, p_noise)
+    n = lambda v, ch: noisy(rng, v, ch, p_noise)
     out = {}
-    if 'source' in sc: out['source'] = f"{_pick(rng, ['a', 'the sound of a'])} {n(sc['source'], SOURCES)}"
+    if 'source' in sc: out['source'] = f"{pick(rng, ['a', 'the sound of a'])} {n(sc['source'], SOURCES)}"
     if 'pitch' in sc: out['pitch'] = f"a {n(sc['pitch'], list(PITCHES))} pitch"
     if 'timbre' in sc: out['timbre'] = f"{n(sc['timbre'], TIMBRES)} {'notes' if sc.get('music') else 'timbre'}"
     if 'envelope' in sc: out['envelope'] = f"a {n(sc['envelope'], ENVELOPES)} sound"
@@ -471,10 +244,10 @@ def _check_count(n, what='n') -> int:
 @lru_cache(maxsize=32)
 def _render_task(name, split, n):
     spec, ti, si = TASKS[name], list(TASKS).index(name), SPLITS.index(split)
-    labels = (np.arange(n) % len(spec.classnames))[_rng(100 + ti, si, 999).permutation(n)]
+    labels = (np.arange(n) % len(spec.classnames))[clip_rng(100 + ti, si, 999).permutation(n)]
     out = np.empty((n, 1, 1, CLIP), np.uint8)
     for i in range(n):
-        r = _rng(100 + ti, si, i)
+        r = clip_rng(100 + ti, si, i)
         out[i, 0, 0] = render_clip(spec.sample(int(labels[i]), r, split), r)
     return out, labels
 
@@ -492,7 +265,7 @@ def caption_corpus(n: int, seed: int = 0, p_mention: float = 0.25, p_noise: floa
     n = _check_count(n)
     out, caps = np.empty((n, 1, 1, CLIP), np.uint8), []
     for i in range(n):
-        r = _rng(10_000 + seed, i)
+        r = clip_rng(10_000 + seed, i)
         sc = _pretrain_clip(r)
         out[i, 0, 0] = render_clip(sc, r)
         caps.append(caption_clip(sc, r, p_mention, p_noise))
@@ -503,7 +276,7 @@ def grounding_counts(n: int = 2000, seed: int = 0) -> dict:
     "{task: (clips that show a class, captions that use a class word)} over `n` pretraining clips (no rendering)."
     out = {t: [0, 0] for t in list_tasks(controls=False)}
     for i in range(n):
-        r = _rng(10_000 + seed, i)
+        r = clip_rng(10_000 + seed, i)
         sc = _pretrain_clip(r)
         cap = caption_clip(sc, r)
         words = set(cap.split())
@@ -529,13 +302,7 @@ def vocabulary() -> list:
 @lru_cache(1)
 def fingerprint() -> str:
     "16 hex digits that change whenever the audio world changes (pretraining sample, tasks' clips, words, roles, rates)."
-    h = hashlib.sha256()
-    clips, caps = caption_corpus(64, seed=0)
-    h.update(clips.numpy().tobytes()); h.update('\n'.join(caps).encode())
-    for name, t in TASKS.items():
-        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, SPLIT_SIZES)).encode())
-        h.update(load_task(name, 'train', 8).clips.numpy().tobytes())
-    return h.hexdigest()[:16]
+    return hash_world(caption_corpus(64, seed=0), TASKS, SPLIT_SIZES, load_task, 8)
 
 # %% ../nbs/08a_audio_world.ipynb #52131395
 def clips_per_second(n: int = 400, seed: int = 12345) -> dict:
@@ -543,6 +310,6 @@ def clips_per_second(n: int = 400, seed: int = 12345) -> dict:
     t0 = time.perf_counter(); caption_corpus(n, seed=seed); a = n / (time.perf_counter() - t0)
     t0 = time.perf_counter()
     for i in range(n):
-        r = _rng(999, i); name = list(TASKS)[i % len(TASKS)]; spec = TASKS[name]
+        r = clip_rng(999, i); name = list(TASKS)[i % len(TASKS)]; spec = TASKS[name]
         render_clip(spec.sample(i % len(spec.classnames), r, 'train'), r)
     return dict(corpus=a, tasks=n / (time.perf_counter() - t0))

@@ -261,6 +261,7 @@ def load_audio_finetune(family: str, task: str, seed: int = 0, zoo: Path | None 
     enc.meta.update(task=task, seed=seed, finetune=meta['finetune'])
     return enc
 
+# %% ../nbs/08c_audio_zoo.ipynb #602f86b1
 def _valid(path: Path):
     try: return load_artifact(path)
     except ArtifactError: return None
@@ -336,6 +337,7 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
     atomic_write_text(log, text)
     return zoo
 
+# %% ../nbs/08c_audio_zoo.ipynb #1c94014e
 AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=6,
                    finetune=dict(steps=3, n_train=96, distill_n=64))   # seconds to build: for tests, not for figures
 
@@ -377,6 +379,7 @@ def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: 
     tasks = sorted({p.stem.rsplit('_s', 1)[0] for f in fams for p in (path / f / 'ft').glob('*.json')})
     return AudioZoo(path, fams, [t for t in audio_world.list_tasks() if t in tasks])
 
+# %% ../nbs/08c_audio_zoo.ipynb #d3e30165
 def shipped_audio_zoo_dir() -> Path:
     "The audio zoo shipped inside the package (see its MANIFEST.json for the command that built it and its seconds)."
     return Path(platonic_ta.__file__).resolve().parent / 'data' / 'audio_zoo'

@@ -125,6 +125,7 @@ def cmd_descriptor(a) -> dict:
     print(f'[platonic-ta] descriptor of {task}: {D.shape[0]} probes x {D.shape[1]} classes: {path}')
     return dict(path=str(path), shape=list(D.shape))
 
+# %% ../nbs/93_cli.ipynb #a0627bfe
 def _keyed(spec: str, what: str) -> tuple:
     "'KEY=VALUE' -> (KEY, VALUE); 'VALUE' -> (None, VALUE)."
     if '=' in spec:
@@ -214,6 +215,7 @@ def _out_args(p, what: str):
     p.add_argument('--out', required=True, help=f'where to write the {what}')
     p.add_argument('--overwrite', action='store_true', help='replace an existing output')
 
+# %% ../nbs/93_cli.ipynb #1b2286c6
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='platonic-ta', description='Cross-model task arithmetic on open_clip models and your own data.')
     sub = ap.add_subparsers(dest='verb', metavar='VERB', required=True)
@@ -247,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     for v in DELEGATED: sub.add_parser(v, help=f'the packaged {v} (platonic-ta {v} --help)', add_help=False)
     return ap
 
+# %% ../nbs/93_cli.ipynb #0b51e32a
 VERBS = {'finetune': cmd_finetune, 'descriptor': cmd_descriptor, 'bank': cmd_bank, 'edit': cmd_edit, 'eval': cmd_eval}
 
 def check_report_runs(argv: list) -> Path:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json, os, re, secrets, signal, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
+from fastcore.basics import patch
 
 from .report import repo_root
 
@@ -133,6 +134,7 @@ def parse_bars(pairs: list) -> list:
         out.append(dict(task=task.strip(), **m.groupdict()))
     return out
 
+# %% ../nbs/92_lab.ipynb #d981174e
 class SliderPage:
     "The notebook's zoo slider cell in a live page: run, move, read, screenshot."
     def __init__(self, page, cell_text: str = SLIDER_CELL):
@@ -159,69 +161,79 @@ class SliderPage:
             time.sleep(2)
         raise TimeoutError(f"the notebook did not finish within {timeout} s in the page")
 
-    def slider(self, label: str):
-        "The slider labelled `label` (e.g. 'λ', or 'α ' and a task)."
-        lab = self.page.locator('.widget-label', has_text=re.compile('^' + re.escape(label) + '$'))
-        sl = self.cell.locator('.widget-hslider').filter(has=lab)
-        if sl.count() != 1: raise KeyError(f"{sl.count()} sliders labelled {label!r} in the slider cell (want one)")
-        return sl
+# %% ../nbs/92_lab.ipynb #2bd18b40
+@patch
+def slider(self: SliderPage, label: str):
+    "The slider labelled `label` (e.g. 'λ', or 'α ' and a task)."
+    lab = self.page.locator('.widget-label', has_text=re.compile('^' + re.escape(label) + '$'))
+    sl = self.cell.locator('.widget-hslider').filter(has=lab)
+    if sl.count() != 1: raise KeyError(f"{sl.count()} sliders labelled {label!r} in the slider cell (want one)")
+    return sl
 
-    def value(self, slider) -> float: return float(slider.locator('.noUi-handle').get_attribute('aria-valuenow'))
+@patch
+def value(self: SliderPage, slider) -> float: return float(slider.locator('.noUi-handle').get_attribute('aria-valuenow'))
 
-    def click_track(self, slider, fraction: float):
-        "A mouse click at `fraction` of the slider's track (the handle jumps there, snapped to the step)."
-        box = slider.locator('.noUi-base').bounding_box()
-        self.page.mouse.click(box['x'] + fraction * box['width'], box['y'] + box['height'] / 2)
+@patch
+def click_track(self: SliderPage, slider, fraction: float):
+    "A mouse click at `fraction` of the slider's track (the handle jumps there, snapped to the step)."
+    box = slider.locator('.noUi-base').bounding_box()
+    self.page.mouse.click(box['x'] + fraction * box['width'], box['y'] + box['height'] / 2)
 
-    def press(self, slider, key: str, n: int = 1):
-        "Focus the slider's handle and press `key` `n` times (ArrowRight: one step up)."
-        slider.locator('.noUi-handle').focus()
-        for _ in range(n): self.page.keyboard.press(key)
+@patch
+def press(self: SliderPage, slider, key: str, n: int = 1):
+    "Focus the slider's handle and press `key` `n` times (ArrowRight: one step up)."
+    slider.locator('.noUi-handle').focus()
+    for _ in range(n): self.page.keyboard.press(key)
 
-    def state(self) -> dict:
-        "The slider state the page shows: target, source, α per task, negated task, λ."
-        dd = {}
-        for w in self.cell.locator('.widget-dropdown').all():
-            dd[w.locator('.widget-label').inner_text().strip()] = w.locator('select').evaluate(
-                'e => e.selectedOptions[0].textContent')
-        alphas = {}
-        for s in self.cell.locator('.widget-hslider').all():
-            lab = s.locator('.widget-label').inner_text().strip()
-            if lab.startswith('α '): alphas[lab[2:]] = self.value(s)
-        neg = dd.get('negate')
-        return dict(target=dd.get('target'), source=dd.get('source'), alphas=alphas,
-                    negate=None if neg in (None, 'none') else neg, lam=self.value(self.slider('λ')))
+@patch
+def state(self: SliderPage) -> dict:
+    "The slider state the page shows: target, source, α per task, negated task, λ."
+    dd = {}
+    for w in self.cell.locator('.widget-dropdown').all():
+        dd[w.locator('.widget-label').inner_text().strip()] = w.locator('select').evaluate(
+            'e => e.selectedOptions[0].textContent')
+    alphas = {}
+    for s in self.cell.locator('.widget-hslider').all():
+        lab = s.locator('.widget-label').inner_text().strip()
+        if lab.startswith('α '): alphas[lab[2:]] = self.value(s)
+    neg = dd.get('negate')
+    return dict(target=dd.get('target'), source=dd.get('source'), alphas=alphas,
+                negate=None if neg in (None, 'none') else neg, lam=self.value(self.slider('λ')))
 
-    def shown(self) -> dict:
-        "What the chart area shows: `bars` (parsed bar labels) and `table` (the table's rows), as strings."
-        html = self.cell.locator('.widget-html-content').filter(has=self.page.locator('table')).first
-        rows = html.locator('tr').evaluate_all('trs => trs.map(tr => [...tr.children].map(c => c.textContent.trim()))')
-        bars = html.evaluate('h => [...h.firstElementChild.children].map(r => [r.children[0].textContent, '
-                             'r.children[r.children.length - 1].textContent])')
-        return dict(bars=parse_bars(bars), table=_parse_table(rows) if rows else [])
+@patch
+def shown(self: SliderPage) -> dict:
+    "What the chart area shows: `bars` (parsed bar labels) and `table` (the table's rows), as strings."
+    html = self.cell.locator('.widget-html-content').filter(has=self.page.locator('table')).first
+    rows = html.locator('tr').evaluate_all('trs => trs.map(tr => [...tr.children].map(c => c.textContent.trim()))')
+    bars = html.evaluate('h => [...h.firstElementChild.children].map(r => [r.children[0].textContent, '
+                         'r.children[r.children.length - 1].textContent])')
+    return dict(bars=parse_bars(bars), table=_parse_table(rows) if rows else [])
 
-    def run_check(self, state: dict, folder: Path, timeout: float = 120) -> dict:
-        "Write `state` for the check cell, run it from the page (click, Shift+Enter) and return what it wrote."
-        exp = Path(folder) / 'lab_expected.json'
-        if exp.exists(): exp.unlink()
-        (Path(folder) / 'lab_state.json').write_text(json.dumps(state))
-        check = self.page.locator('.jp-CodeCell').last
-        check.locator('.jp-InputArea-editor').click()
-        self.page.keyboard.press('Shift+Enter')
-        t0 = time.time()
-        while not exp.exists():
-            if time.time() - t0 > timeout: raise TimeoutError(f"the check cell wrote nothing within {timeout} s")
-            time.sleep(0.5)
-        time.sleep(0.2)
-        return json.loads(exp.read_text())
+# %% ../nbs/92_lab.ipynb #cd12bc59
+@patch
+def run_check(self: SliderPage, state: dict, folder: Path, timeout: float = 120) -> dict:
+    "Write `state` for the check cell, run it from the page (click, Shift+Enter) and return what it wrote."
+    exp = Path(folder) / 'lab_expected.json'
+    if exp.exists(): exp.unlink()
+    (Path(folder) / 'lab_state.json').write_text(json.dumps(state))
+    check = self.page.locator('.jp-CodeCell').last
+    check.locator('.jp-InputArea-editor').click()
+    self.page.keyboard.press('Shift+Enter')
+    t0 = time.time()
+    while not exp.exists():
+        if time.time() - t0 > timeout: raise TimeoutError(f"the check cell wrote nothing within {timeout} s")
+        time.sleep(0.5)
+    time.sleep(0.2)
+    return json.loads(exp.read_text())
 
-    def screenshot(self, path) -> Path:
-        "A screenshot of the slider widget as the user sees it (pickers, sliders, chart and table)."
-        out = self.cell.locator('.jupyter-widgets.widget-vbox').first
-        out.scroll_into_view_if_needed()
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        out.screenshot(path=str(path))
-        return Path(path)
+@patch
+def screenshot(self: SliderPage, path) -> Path:
+    "A screenshot of the slider widget as the user sees it (pickers, sliders, chart and table)."
+    out = self.cell.locator('.jupyter-widgets.widget-vbox').first
+    out.scroll_into_view_if_needed()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    out.screenshot(path=str(path))
+    return Path(path)
 
 # %% ../nbs/92_lab.ipynb #7430d75f
 def expected_rows(exp: dict) -> list:

@@ -84,6 +84,7 @@ PAPER = [  # (metric, effect, the paper's figure)
     ('composition.certified_changed', 'certified predictions that changed', '0'),
 ]
 
+# %% ../nbs/90_report.ipynb #02ce7127
 EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figure)): the experiments and audio stages, one table each
     ('Baselines', '10_baselines', [
         ('experiments.closed_form_cross_gain_a05', 'closed form across models, two tasks at α = 0.5: task gain (points)', '+20.9 and +15.7'),
@@ -157,6 +158,7 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
     ]),
 ]
 
+# %% ../nbs/90_report.ipynb #37c6626b
 def paper_table(metrics: dict, rows=None) -> list:
     "Markdown lines: each effect of `rows` (default `PAPER`), this run's value of its metric, and the paper's figure."
     lines = ['| effect | here | paper | metric |', '| --- | --- | --- | --- |']

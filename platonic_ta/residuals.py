@@ -297,6 +297,7 @@ def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence |
         rows.append(r)
     return rows
 
+# %% ../nbs/06_residuals.ipynb #7cf52786
 AGREEMENTS = ('descriptor_agreement', 'operator_agreement', 'shift_agreement')
 
 def task_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, subprocess, sys, time
 from pathlib import Path
+from fastcore.basics import patch
 
 from .report import repo_root, save_figure, write_report
 from ._io import atomic_write_text
@@ -229,6 +230,7 @@ def _executor(workers: int, ray: bool, ray_address: str | None, gpus_per_cell: f
         return [(f, f.result) for f in done], left
     return (lambda job: pool.submit(run_cell, job)), wait, (lambda: pool.shutdown(cancel_futures=True))
 
+# %% ../nbs/91_sweep.ipynb #3ee56f02
 class Sweep:
     "A spec bound to an output folder: its cells, their status, running the missing ones, the table, the figure."
     def __init__(self, spec: SweepSpec, out=None, kernel: str = 'python3'):
@@ -252,75 +254,81 @@ class Sweep:
         "Indices of the cells the next `run` executes."
         return [i for i, s in enumerate(self.status()) if s == 'missing' or (retry_failed and s == 'failed')]
 
-    def run(self, workers: int = 2, ray: bool = False, ray_address: str | None = None, retry_failed: bool = False,
-            progress: bool = True, gpus_per_cell: float = 0) -> list:
-        "Run the cells not done yet; returns the table (see `table`)."
-        from tqdm.auto import tqdm
-        if int(workers) < 1: raise SweepError(f"workers={workers}: run at least one cell at a time")
-        todo = self.todo(retry_failed)
-        st = self.status()
-        n_failed_old = sum(s == 'failed' for i, s in enumerate(st) if i not in todo)
-        print(f'[sweep {self.spec.name}] {len(self.dirs)} cells: {st.count("done")} done, {len(todo)} to run'
-              + (f', {n_failed_old} failed (rerun them with --retry-failed)' if n_failed_old else '')
-              + f'; output {self.out}', flush=True)
-        version = code_version()
-        if todo:
-            submit, wait, close = _executor(int(workers), ray, ray_address, gpus_per_cell)
-            try:
-                futs = {submit(dict(notebook=str(self.notebook), cell_dir=str(self.dirs[i]), params=self.params[i],
-                                    cwd=str(self.notebook.parent), kernel=self.kernel, version=version,
-                                    executor='ray' if (ray or ray_address) else 'pool')): i for i in todo}
-                bar = tqdm(total=len(todo), desc=f'sweep {self.spec.name}', unit='cell', disable=not progress)
-                pending, failed = set(futs), 0
-                while pending:
-                    finished, pending = wait(pending)
-                    for f, get in finished:
-                        s = get()
-                        if s['status'] == 'failed':
-                            failed += 1
-                            bar.write(f'[sweep {self.spec.name}] cell {self.dirs[futs[f]].name} failed: {s["error"]}')
-                        bar.update(1); bar.set_postfix(failed=failed)
-                bar.close()
-            finally: close()
-        rows = self.table()
-        self.write_table(rows)
-        return rows
+# %% ../nbs/91_sweep.ipynb #135a88cb
+@patch
+def run(self: Sweep, workers: int = 2, ray: bool = False, ray_address: str | None = None, retry_failed: bool = False,
+        progress: bool = True, gpus_per_cell: float = 0) -> list:
+    "Run the cells not done yet; returns the table (see `table`)."
+    from tqdm.auto import tqdm
+    if int(workers) < 1: raise SweepError(f"workers={workers}: run at least one cell at a time")
+    todo = self.todo(retry_failed)
+    st = self.status()
+    n_failed_old = sum(s == 'failed' for i, s in enumerate(st) if i not in todo)
+    print(f'[sweep {self.spec.name}] {len(self.dirs)} cells: {st.count("done")} done, {len(todo)} to run'
+          + (f', {n_failed_old} failed (rerun them with --retry-failed)' if n_failed_old else '')
+          + f'; output {self.out}', flush=True)
+    version = code_version()
+    if todo:
+        submit, wait, close = _executor(int(workers), ray, ray_address, gpus_per_cell)
+        try:
+            futs = {submit(dict(notebook=str(self.notebook), cell_dir=str(self.dirs[i]), params=self.params[i],
+                                cwd=str(self.notebook.parent), kernel=self.kernel, version=version,
+                                executor='ray' if (ray or ray_address) else 'pool')): i for i in todo}
+            bar = tqdm(total=len(todo), desc=f'sweep {self.spec.name}', unit='cell', disable=not progress)
+            pending, failed = set(futs), 0
+            while pending:
+                finished, pending = wait(pending)
+                for f, get in finished:
+                    s = get()
+                    if s['status'] == 'failed':
+                        failed += 1
+                        bar.write(f'[sweep {self.spec.name}] cell {self.dirs[futs[f]].name} failed: {s["error"]}')
+                    bar.update(1); bar.set_postfix(failed=failed)
+            bar.close()
+        finally: close()
+    rows = self.table()
+    self.write_table(rows)
+    return rows
 
-    def table(self) -> list:
-        "One dict per cell: cell, status, code_version, seconds, error, the parameters, every recorded metric."
-        rows = []
-        for p, d in zip(self.params, self.dirs):
-            s = read_status(d) or {}
-            m = {}
-            if s.get('status') == 'done' and (d / 'report' / 'metrics.json').exists():
-                m = json.loads((d / 'report' / 'metrics.json').read_text())
-            rows.append(dict(cell=d.name, status=s.get('status', 'missing'), code_version=s.get('code_version', ''),
-                             executor=s.get('executor', ''), seconds=s.get('seconds', ''), error=s.get('error') or '',
-                             **p, **m))
-        return rows
+# %% ../nbs/91_sweep.ipynb #025bbbf6
+@patch
+def table(self: Sweep) -> list:
+    "One dict per cell: cell, status, code_version, seconds, error, the parameters, every recorded metric."
+    rows = []
+    for p, d in zip(self.params, self.dirs):
+        s = read_status(d) or {}
+        m = {}
+        if s.get('status') == 'done' and (d / 'report' / 'metrics.json').exists():
+            m = json.loads((d / 'report' / 'metrics.json').read_text())
+        rows.append(dict(cell=d.name, status=s.get('status', 'missing'), code_version=s.get('code_version', ''),
+                         executor=s.get('executor', ''), seconds=s.get('seconds', ''), error=s.get('error') or '',
+                         **p, **m))
+    return rows
 
-    def write_table(self, rows: list | None = None) -> Path:
-        "Write `<out>/results.csv` (atomically) and return its path."
-        import csv, io
-        rows = self.table() if rows is None else rows
-        cols = list(dict.fromkeys(k for r in rows for k in r))
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=cols, restval='')
-        w.writeheader()
-        for r in rows: w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()})
-        path = self.out / 'results.csv'
-        atomic_write_text(path, buf.getvalue())
-        return path
+@patch
+def write_table(self: Sweep, rows: list | None = None) -> Path:
+    "Write `<out>/results.csv` (atomically) and return its path."
+    import csv, io
+    rows = self.table() if rows is None else rows
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, restval='')
+    w.writeheader()
+    for r in rows: w.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()})
+    path = self.out / 'results.csv'
+    atomic_write_text(path, buf.getvalue())
+    return path
 
-    def metric_keys(self, rows: list) -> list:
-        "The metrics the summary plots: the spec's `metrics`, else every recorded metric (at most 6)."
-        fixed = {'cell', 'status', 'code_version', 'executor', 'seconds', 'error', *self.params[0]}
-        recorded = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
-        if self.spec.metrics is None: return recorded[:6]
-        missing = [k for k in self.spec.metrics if k not in recorded]
-        if missing and any(r['status'] == 'done' for r in rows):
-            print(f'[sweep {self.spec.name}] no done cell recorded {missing}; recorded: {recorded}')
-        return [k for k in self.spec.metrics if k in recorded]
+@patch
+def metric_keys(self: Sweep, rows: list) -> list:
+    "The metrics the summary plots: the spec's `metrics`, else every recorded metric (at most 6)."
+    fixed = {'cell', 'status', 'code_version', 'executor', 'seconds', 'error', *self.params[0]}
+    recorded = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
+    if self.spec.metrics is None: return recorded[:6]
+    missing = [k for k in self.spec.metrics if k not in recorded]
+    if missing and any(r['status'] == 'done' for r in rows):
+        print(f'[sweep {self.spec.name}] no done cell recorded {missing}; recorded: {recorded}')
+    return [k for k in self.spec.metrics if k in recorded]
 
 # %% ../nbs/91_sweep.ipynb #9c4762be
 def summary_figure(sweep: Sweep, rows: list | None = None):

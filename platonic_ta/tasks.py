@@ -101,6 +101,7 @@ def _check_templates(templates, where: str) -> list:
                          f"(e.g. 'a photo of a {{}}.'), got {bad or 'none'}")
     return templates
 
+# %% ../nbs/00b_tasks.ipynb #d4a084e8
 class FolderSource:
     "The images of an ImageFolder-style directory, listed (not decoded): `labels`, `classnames`, `templates`, `image(i)`."
     def __init__(self, root, classnames: Sequence[str] | None = None, templates: Sequence[str] | None = None):

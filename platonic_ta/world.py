@@ -9,244 +9,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 import numpy as np
 import torch
+from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES, DIGITS, DIRECTIONS, SIZE, WORLD_SEED,
+                     handwritten_digits, render_scene, keyed_rng, pick, scene_item, scatter_items, pick_style, distractors)
 
 # %% auto #0
-__all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS',
-           'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
-           'handwritten_digits', 'background', 'apply_style', 'render_scene', 'TaskSpec', 'TaskData', 'list_tasks',
-           'register_task', 'unregister_task', 'load_task', 'images_hash', 'grounded_phrases', 'caption_scene',
-           'caption_corpus', 'vocabulary', 'fingerprint']
-
-# %% ../nbs/00_world.ipynb #5899250d
-SHAPES = ['circle', 'square', 'triangle', 'diamond', 'cross', 'ring', 'star', 'crescent']
-COLOURS = {'red': (220, 40, 40), 'green': (40, 180, 60), 'blue': (40, 70, 220), 'yellow': (235, 215, 40),
-           'cyan': (40, 210, 220), 'magenta': (215, 50, 200), 'orange': (245, 140, 30), 'purple': (120, 50, 170),
-           'white': (240, 240, 240), 'black': (25, 25, 25)}
-SIZES = {'small': 4.5, 'medium': 7.0, 'large': 10.0}            # item radius in pixels
-POSITIONS = {'left': (8, 16), 'right': (24, 16), 'top': (16, 8), 'bottom': (16, 24), 'middle': (16, 16)}
-COUNTS = ['one', 'two', 'three', 'four', 'five']
-TEXTURES = ['plain', 'striped', 'checkered', 'dotted', 'grid', 'noisy', 'wavy', 'gradient']
-STYLES = ['photo', 'sketch', 'painting', 'pixel', 'night', 'grainy']
-DIGITS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine']
-DIRECTIONS = ['right', 'up right', 'up', 'up left', 'left', 'down left', 'down', 'down right']  # 45° steps, anticlockwise
-
-# %% ../nbs/00_world.ipynb #5abf889b
-SIZE = 32
-WORLD_SEED = 20261130   # every image and the texture bank derive from it
-_YY, _XX = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) + 0.5
-
-def _pick(rng, seq):
-    "A uniformly random element of a sequence (much faster than rng.choice on small lists)."
-    return seq[int(rng.random() * len(seq))]
-
-def _local(cx, cy, angle):
-    "Canvas coordinates in an item's frame centred at (cx, cy), rotated by `angle` (radians, anticlockwise)."
-    dx, dy = _XX - cx, _YY - cy
-    c, s = math.cos(angle), math.sin(angle)
-    return c * dx - s * dy, s * dx + c * dy   # rotate the canvas by -angle (y points down)
-
-def shape_mask(shape: str, dx, dy, r: float):
-    "Boolean mask of `shape` with radius `r` in local coordinates (dx, dy)."
-    if shape == 'circle': return dx * dx + dy * dy < r * r
-    if shape == 'square': return np.maximum(abs(dx), abs(dy)) < 0.8 * r
-    if shape == 'triangle': return (dy < 0.55 * r) & (abs(dx) * 1.732 < dy + r)
-    if shape == 'diamond': return abs(dx) + abs(dy) < r
-    if shape == 'cross':
-        return ((abs(dx) < 0.3 * r) & (abs(dy) < r)) | ((abs(dy) < 0.3 * r) & (abs(dx) < r))
-    if shape == 'ring':
-        q = dx * dx + dy * dy
-        return (q < r * r) & (q > (0.55 * r) ** 2)
-    if shape == 'star':
-        rr, phi = np.hypot(dx, dy), np.arctan2(dy, dx)
-        return rr < r * (0.62 + 0.38 * np.cos(5 * phi))
-    if shape == 'crescent':
-        return (dx * dx + dy * dy < r * r) & ((dx - 0.5 * r) ** 2 + dy * dy > (0.8 * r) ** 2)
-    raise ValueError(f'unknown shape {shape!r}; shapes are {SHAPES}')
-
-def arrow_mask(dx, dy, r: float):
-    "An arrow pointing along +x in local coordinates."
-    shaft = (abs(dy) < 0.2 * r) & (dx > -r) & (dx < 0.2 * r)
-    head = (dx >= 0.05 * r) & (dx < r) & (abs(dy) < 0.95 * (r - dx))
-    return shaft | head
-
-# %% ../nbs/00_world.ipynb #8c181a4b
-_FONT = {  # 5x7 bitmap font, rows top to bottom
-    0: ['01110', '10001', '10011', '10101', '11001', '10001', '01110'],
-    1: ['00100', '01100', '00100', '00100', '00100', '00100', '01110'],
-    2: ['01110', '10001', '00001', '00010', '00100', '01000', '11111'],
-    3: ['11110', '00001', '00001', '01110', '00001', '00001', '11110'],
-    4: ['00010', '00110', '01010', '10010', '11111', '00010', '00010'],
-    5: ['11111', '10000', '11110', '00001', '00001', '10001', '01110'],
-    6: ['00110', '01000', '10000', '11110', '10001', '10001', '01110'],
-    7: ['11111', '00001', '00010', '00100', '01000', '01000', '01000'],
-    8: ['01110', '10001', '10001', '01110', '10001', '10001', '01110'],
-    9: ['01110', '10001', '10001', '01111', '00001', '00010', '01100']}
-FONT = np.array([[[c == '1' for c in row] for row in _FONT[d]] for d in range(10)], dtype=np.float32)
-
-def bitmap_alpha(bitmap: np.ndarray, dx, dy, scale: float, smooth: bool = False):
-    "Coverage in [0, 1] of a (h, w) bitmap centred in the item frame, `scale` pixels per bitmap cell."
-    h, w = bitmap.shape
-    gx, gy = dx / scale + w / 2 - 0.5, dy / scale + h / 2 - 0.5
-    if not smooth:
-        ix, iy = np.round(gx).astype(int), np.round(gy).astype(int)
-        ok = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-        return ok & (bitmap[iy.clip(0, h - 1), ix.clip(0, w - 1)] > 0.5)   # a boolean mask: the fast paint path
-    x0, y0 = np.floor(gx).astype(int), np.floor(gy).astype(int)
-    fx, fy = gx - x0, gy - y0
-    pad = np.pad(bitmap, 1)
-    def at(y, x): return pad[(y + 1).clip(0, h + 1), (x + 1).clip(0, w + 1)]
-    return ((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1)) + fy * ((1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1)))
-
-@lru_cache(1)
-def handwritten_digits():
-    "scikit-learn's 8x8 digit scans as float32 in [0, 1] and their labels (real data, shipped with the package)."
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    return (d.images / 16.0).astype(np.float32), d.target.astype(np.int64)
-
-# %% ../nbs/00_world.ipynb #933b3ddb
-def _muted_pair(rng):
-    "Two background colours, desaturated and mid-dark (item colours stay readable), clearly apart."
-    b = (40 + 130 * rng.random(3)).tolist()           # plain floats: numpy's per-call overhead dominates here
-    m = sum(b) / 3
-    c1 = [0.6 * v + 0.4 * m for v in b]
-    off = (35 + 30 * rng.random(3)).tolist()          # 35-65 per channel: the two colours always differ by >= 105
-    c2 = [v - o if v > 105 else v + o for v, o in zip(c1, off)]
-    return np.array(c1, np.float32), np.array(c2, np.float32)
-
-def _texture_mask(texture: str, rng) -> np.ndarray:
-    "(32, 32) float32 mix between the two background colours for one random instance of `texture`."
-    x, y = _XX, _YY
-    p = rng.uniform(5, 8)                       # period in pixels
-    ph = rng.uniform(0, 2 * np.pi)
-    if texture == 'plain': m = np.zeros_like(x)
-    elif texture == 'striped':
-        a = _pick(rng, [0, np.pi / 2, np.pi / 4, -np.pi / 4])
-        m = (np.sin(2 * np.pi * (x * np.cos(a) + y * np.sin(a)) / p + ph) > 0)
-    elif texture == 'checkered':
-        q = p / 1.5; ox, oy = rng.uniform(0, q, 2)
-        m = ((np.floor((x + ox) / q) + np.floor((y + oy) / q)) % 2) > 0
-    elif texture == 'dotted':
-        ox, oy = rng.uniform(0, p, 2)
-        m = np.hypot((x + ox) % p - p / 2, (y + oy) % p - p / 2) < p * 0.25
-    elif texture == 'grid':
-        ox, oy = rng.uniform(0, p, 2)
-        m = (((x + ox) % p) < 1.5) | (((y + oy) % p) < 1.5)
-    elif texture == 'noisy':
-        m = np.kron(rng.random((16, 16)), np.ones((2, 2))) > 0.5
-    elif texture == 'wavy':
-        m = np.sin(2 * np.pi * y / p + 2.2 * np.sin(2 * np.pi * x / (1.7 * p) + ph)) > 0
-    elif texture == 'gradient':
-        a = rng.uniform(0, 2 * np.pi)
-        m = ((x - 16) * np.cos(a) + (y - 16) * np.sin(a)) / 32 + 0.5
-    else: raise ValueError(f'unknown texture {texture!r}; textures are {TEXTURES}')
-    return np.asarray(m, np.float32)
-
-TEXTURE_VARIANTS = 64   # random instances per texture, drawn once: a background picks one, then its colours
-
-@lru_cache(1)
-def _texture_bank() -> dict:
-    "{texture: (TEXTURE_VARIANTS, 32, 32, 1) masks}, from a fixed seed (rendering then costs one lookup)."
-    r = np.random.Generator(np.random.Philox(key=[WORLD_SEED, 7]))
-    return {t: np.stack([_texture_mask(t, r) for _ in range(TEXTURE_VARIANTS)])[..., None] for t in TEXTURES}
-
-def background(texture: str, rng) -> np.ndarray:
-    "(32, 32, 3) float32 background of the given texture."
-    if texture not in TEXTURES: raise ValueError(f'unknown texture {texture!r}; textures are {TEXTURES}')
-    c1, c2 = _muted_pair(rng)
-    m = _texture_bank()[texture][int(rng.random() * TEXTURE_VARIANTS)]
-    return c1 + (c2 - c1) * m
-
-def _blur(img):
-    "3x3 box blur, edges replicated."
-    p = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode='edge')
-    h = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) / 3
-    return (h[:-2] + h[1:-1] + h[2:]) / 3
-
-def apply_style(img: np.ndarray, style: str, rng) -> np.ndarray:
-    "Render `img` (32, 32, 3 float, 0–255) in a style (domain)."
-    if style == 'photo': return img
-    if style == 'sketch':
-        g = img.mean(-1)
-        e = np.hypot(np.diff(g, axis=0, append=g[-1:]), np.diff(g, axis=1, append=g[:, -1:]))
-        ink = (e / (e.max() + 1e-6)).clip(0, 1) ** 0.7
-        paper = rng.uniform(200, 250)
-        return np.repeat((paper * (1 - ink))[..., None], 3, -1)
-    if style == 'painting':
-        b = _blur(_blur(img))
-        m = b.mean(-1, keepdims=True)
-        return (np.round((m + 1.6 * (b - m)) / 48) * 48).clip(0, 255)
-    if style == 'pixel':
-        return np.kron(img.reshape(16, 2, 16, 2, 3).mean((1, 3)), np.ones((2, 2, 1)))
-    if style == 'night': return img * 0.4 + np.array([10, 15, 45], np.float32)
-    if style == 'grainy': return img + rng.normal(0, 30, img.shape)
-    raise ValueError(f'unknown style {style!r}; styles are {STYLES}')
-
-# %% ../nbs/00_world.ipynb #c3c02085
-def _paint(img, alpha, colour):
-    "Paint `colour` over `img` with coverage `alpha` (a boolean mask is written in place: the fast path)."
-    if alpha.dtype == bool:
-        img[alpha] = colour
-        return img
-    a = alpha[..., None].astype(np.float32)
-    return img * (1 - a) + np.asarray(colour, np.float32) * a
-
-def _jitter_colour(name, rng, amount=18.0):
-    return np.clip(np.array(COLOURS[name], np.float32) + rng.normal(0, amount, 3), 0, 255)
-
-def render_scene(scene: dict, rng) -> np.ndarray:
-    "Render a scene dict to a (3, 32, 32) uint8 array."
-    img = background(scene['texture'], rng)
-    for it in scene['items']:
-        dx, dy = _local(it['x'], it['y'], it.get('angle', 0.0))
-        r = it['r']
-        if it['kind'] == 'shape': alpha = shape_mask(it['shape'], dx, dy, r)
-        elif it['kind'] == 'arrow': alpha = arrow_mask(dx, dy, r)
-        elif it['kind'] == 'glyph': alpha = bitmap_alpha(FONT[it['digit']], dx, dy, r / 3.5)
-        elif it['kind'] == 'hand': alpha = bitmap_alpha(handwritten_digits()[0][it['index']], dx, dy, r / 4.0, smooth=True)
-        else: raise ValueError(f"unknown item kind {it['kind']!r}")
-        img = _paint(img, alpha, _jitter_colour(it['colour'], rng))
-    img = apply_style(img, scene['style'], rng)
-    return np.clip(img, 0, 255).round().astype(np.uint8).transpose(2, 0, 1)
-
-# %% ../nbs/00_world.ipynb #89c1a991
-_COLOUR_NAMES, _POSITION_NAMES = list(COLOURS), list(POSITIONS)
-
-
-def _item(rng, kind='shape', pos=None, size=None, colour=None, **kw):
-    pos = pos or _pick(rng, _POSITION_NAMES)
-    size = size or _pick(rng, ('small', 'medium', 'medium', 'large', 'large'))
-    cx, cy = POSITIONS[pos]
-    r = SIZES[size] * rng.uniform(0.9, 1.1)
-    j = 2.5
-    it = dict(kind=kind, x=cx + rng.uniform(-j, j), y=cy + rng.uniform(-j, j), r=r, colour=colour or _pick(rng, _COLOUR_NAMES),
-              pos=pos, size=size, angle=rng.uniform(-0.3, 0.3))
-    if kind == 'shape': it['shape'] = kw.get('shape') or _pick(rng, SHAPES)
-    it.update({k: v for k, v in kw.items() if k != 'shape'})
-    return it
-
-def _scatter(rng, n, size_choices=('small',), colour=None):
-    "n non-overlapping shapes at random places (greedy over a batch of candidate centres)."
-    items = []
-    cand = rng.uniform(0, 1, (96, 2))
-    sizes = [_pick(rng, size_choices) for _ in range(n)]
-    for (u, v) in cand:
-        if len(items) == n: break
-        size = sizes[len(items)]
-        r = SIZES[size]
-        x, y = r + 1 + u * (30 - 2 * r), r + 1 + v * (30 - 2 * r)
-        if all((x - o['x']) ** 2 + (y - o['y']) ** 2 > (r + o['r'] + 1.0) ** 2 for o in items):
-            items.append(dict(kind='shape', shape=_pick(rng, SHAPES), colour=colour or _pick(rng, _COLOUR_NAMES),
-                              x=x, y=y, r=r * rng.uniform(0.9, 1.05), angle=rng.uniform(0, 2 * np.pi), size=size))
-    return items
-
-def _style(rng, main, p_main):
-    return main if rng.random() < p_main else _pick(rng, STYLES)
-
-def _distractors(rng, main, n_max=2):
-    "Up to `n_max` small shapes that do not touch `main`."
-    return [d for d in _scatter(rng, int(rng.integers(0, n_max + 1))) if math.hypot(d['x'] - main['x'], d['y'] - main['y']) > main['r'] + d['r']]
+__all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
+           'TaskSpec', 'TaskData', 'list_tasks', 'register_task', 'unregister_task', 'load_task', 'images_hash',
+           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'hash_world', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
 BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
@@ -276,39 +45,39 @@ class TaskSpec:
     def control(self) -> bool: return self.role == 'control'
 
 def _t_shapes(y, rng, split):
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.6), items=[_item(rng, shape=SHAPES[y])])
+    return dict(texture=pick(rng, TEXTURES), style=pick_style(rng, 'photo', 0.6), items=[scene_item(rng, shape=SHAPES[y])])
 
 def _t_colours(y, rng, split):
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=list(COLOURS)[y])])
+    return dict(texture=pick(rng, TEXTURES), style=pick_style(rng, 'photo', 0.7), items=[scene_item(rng, colour=list(COLOURS)[y])])
 
 def _t_weaves(y, rng, split):   # DTD-like: the background, seen through a painterly blur, half hidden by an object
-    return dict(texture=TEXTURES[y], style=_style(rng, 'painting', 0.7), items=[_item(rng, size='large')])
+    return dict(texture=TEXTURES[y], style=pick_style(rng, 'painting', 0.7), items=[scene_item(rng, size='large')])
 
 def _t_grounds(y, rng, split):  # RESISC-like partner of weaves: bare texture, in low light, grain or pixels
-    return dict(texture=TEXTURES[y], style=_pick(rng, ['night', 'grainy', 'pixel']), items=[])
+    return dict(texture=TEXTURES[y], style=pick(rng, ['night', 'grainy', 'pixel']), items=[])
 
 def _t_moods(y, rng, split):    # the rendering style itself (the domain)
-    return dict(texture=_pick(rng, TEXTURES), style=STYLES[y], items=[_item(rng, kind=_pick(rng, ['shape', 'arrow', 'glyph']),
+    return dict(texture=pick(rng, TEXTURES), style=STYLES[y], items=[scene_item(rng, kind=pick(rng, ['shape', 'arrow', 'glyph']),
                 digit=int(rng.integers(10)))])
 
 def _t_tallies(y, rng, split):  # CLEVR-count-like: small objects scattered on clutter
-    return dict(texture=_pick(rng, ['plain', 'gradient', 'noisy', 'dotted']), style=_style(rng, 'photo', 0.8),
-                items=_scatter(rng, y + 1, ('small',)))
+    return dict(texture=pick(rng, ['plain', 'gradient', 'noisy', 'dotted']), style=pick_style(rng, 'photo', 0.8),
+                items=scatter_items(rng, y + 1, ('small',)))
 
 def _t_hues(y, rng, split):     # the object's colour, in the sketch-and-painting domain that pretraining rarely shows
-    main = _item(rng, colour=HUES[y])
-    return dict(texture=_pick(rng, TEXTURES), style=_pick(rng, ['painting', 'painting', 'night', 'photo']), items=[main] + _distractors(rng, main, 1))
+    main = scene_item(rng, colour=HUES[y])
+    return dict(texture=pick(rng, TEXTURES), style=pick(rng, ['painting', 'painting', 'night', 'photo']), items=[main] + distractors(rng, main, 1))
 
 def _t_scales(y, rng, split):   # how big the one object is, anywhere, on any background
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, size=SCALES[y])])
+    return dict(texture=pick(rng, TEXTURES), style=pick_style(rng, 'photo', 0.7), items=[scene_item(rng, size=SCALES[y])])
 
 def _t_badges(y, rng, split):   # a colour-and-size code: both attributes decide the class
     c, z = BADGES[y]
-    return dict(texture=_pick(rng, TEXTURES), style=_style(rng, 'photo', 0.7), items=[_item(rng, colour=c, size=z)])
+    return dict(texture=pick(rng, TEXTURES), style=pick_style(rng, 'photo', 0.7), items=[scene_item(rng, colour=c, size=z)])
 
 def _t_biomes(y, rng, split):   # EuroSAT-like: a kind of ground is a texture under a light, seen from afar
     st, tx = BIOMES[y]
-    return dict(texture=tx, style=st, items=_scatter(rng, int(rng.integers(0, 2)), ('small',)))
+    return dict(texture=tx, style=st, items=scatter_items(rng, int(rng.integers(0, 2)), ('small',)))
 
 _HAND_SPLIT = {}
 def _hand_pool(y, split):
@@ -324,9 +93,9 @@ def _hand_pool(y, split):
 
 def _t_digits(y, rng, split):  # MNIST-like: real handwritten scans (scikit-learn), never in pretraining
     pool = _hand_pool(y, split)
-    it = _item(rng, kind='hand', pos='middle', size='large', index=int(rng.choice(pool)))
+    it = scene_item(rng, kind='hand', pos='middle', size='large', index=int(rng.choice(pool)))
     it['r'] *= 1.15
-    return dict(texture=_pick(rng, ['plain', 'gradient']), style=_style(rng, 'photo', 0.8), items=[it])
+    return dict(texture=pick(rng, ['plain', 'gradient']), style=pick_style(rng, 'photo', 0.8), items=[it])
 
 # %% ../nbs/00_world.ipynb #c4877f5b
 def _one_shape(sc):
@@ -410,10 +179,8 @@ def _check_task(name, split):
     if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
 
 def _rng(*key):
-    "The generator of one image: Philox keyed by (world seed, key), cheap to create and stable across platforms."
-    k = 0
-    for v in key: k = (k * 1_000_003 + int(v)) % 2**64
-    return np.random.Generator(np.random.Philox(key=[WORLD_SEED, k]))
+    "The generator of one image: Philox keyed by (world seed, key)."
+    return keyed_rng(WORLD_SEED, *key)
 
 def _task_index(name): return list(TASKS).index(name)
 
@@ -429,6 +196,7 @@ def _render_task(name, split, n):
         imgs[i] = render_scene(spec.sample(int(labels[i]), r, split), r)
     return imgs, labels
 
+# %% ../nbs/00_world.ipynb #f7b6a73d
 MAX_IMAGES = 200_000   # one call renders at most this many images (600 MB of uint8)
 
 def _check_count(n, what='n') -> int:
@@ -439,6 +207,7 @@ def _check_count(n, what='n') -> int:
     if not 1 <= n <= MAX_IMAGES: raise ValueError(f'{what} must be between 1 and {MAX_IMAGES:,}, got {n:,}')
     return n
 
+# %% ../nbs/00_world.ipynb #d62d0b20
 USER_TASKS: dict = {}   # name -> loader(split, n) of a registered task
 
 def register_task(name: str, loader, overwrite: bool = False) -> None:
@@ -472,6 +241,7 @@ def _load_user_task(name, split, n) -> TaskData:
         raise ValueError(f"task {name!r}: every prompt template needs a '{{}}' for the class name, got {d.templates}")
     return d if n is None else TaskData(d.name, d.split, d.images[:n], d.labels[:n], d.classnames, d.templates)
 
+# %% ../nbs/00_world.ipynb #1b32bbc3
 def load_task(name: str, split: str, n: int | None = None) -> TaskData:
     "Render `n` images (default: the split's size) of task `name` in `split` ('train' or 'test'); or load a registered task."
     _check_task(name, split)
@@ -495,41 +265,42 @@ FOCUS = {'shape': 0.16, 'colour': 0.10, 'count': 0.12, 'digit': 0.14, 'arrow': 0
 
 def _pretrain_scene(rng):
     focus = list(FOCUS)[int(rng.choice(len(FOCUS), p=np.array(list(FOCUS.values()))))]
-    style = _pick(rng, STYLES) if focus == 'style' else _style(rng, 'photo', 0.75)
-    texture = _pick(rng, TEXTURES)
+    style = pick(rng, STYLES) if focus == 'style' else pick_style(rng, 'photo', 0.75)
+    texture = pick(rng, TEXTURES)
     if focus == 'count':
-        items = _scatter(rng, int(rng.integers(1, 6)), ('small', 'medium'))
+        items = scatter_items(rng, int(rng.integers(1, 6)), ('small', 'medium'))
     elif focus == 'digit':
-        items = [_item(rng, kind='glyph', digit=int(rng.integers(10)), size=_pick(rng, ['medium', 'large']))]
+        items = [scene_item(rng, kind='glyph', digit=int(rng.integers(10)), size=pick(rng, ['medium', 'large']))]
     elif focus == 'arrow':
         d = int(rng.integers(8))
-        it = _item(rng, kind='arrow', size=_pick(rng, ['medium', 'large']))
+        it = scene_item(rng, kind='arrow', size=pick(rng, ['medium', 'large']))
         it.update(angle=d * np.pi / 4 + rng.uniform(-0.15, 0.15), direction=d)
         items = [it]
     elif focus == 'texture':
-        items = [] if rng.random() < 0.3 else [_item(rng, size=_pick(rng, ['small', 'medium', 'large']))]
+        items = [] if rng.random() < 0.3 else [scene_item(rng, size=pick(rng, ['small', 'medium', 'large']))]
     else:
-        items = [_item(rng, size='large' if focus == 'position' else None)]
-        if rng.random() < 0.25: items += [d for d in _scatter(rng, int(rng.integers(1, 3)))
+        items = [scene_item(rng, size='large' if focus == 'position' else None)]
+        if rng.random() < 0.25: items += [d for d in scatter_items(rng, int(rng.integers(1, 3)))
                                          if math.hypot(d['x'] - items[0]['x'], d['y'] - items[0]['y']) > items[0]['r'] + d['r']]
     return dict(texture=texture, style=style, items=items, focus=focus)
 
-def _noisy(rng, value, choices, p_noise):
-    return _pick(rng, choices) if rng.random() < p_noise else value
+def noisy(rng, value, choices, p_noise):
+    "`value`, or with probability `p_noise` a random one of `choices` (a caption's wrong word)."
+    return pick(rng, choices) if rng.random() < p_noise else value
 
 def _phrases(scene: dict, rng, p_noise: float) -> dict:
     "Every phrase a caption could say about the scene: {attribute: phrase}."
     items = scene['items']
     it, out = (items[0] if items else None), {}
-    n = lambda v, ch: _noisy(rng, v, ch, p_noise)
+    n = lambda v, ch: noisy(rng, v, ch, p_noise)
     if scene['focus'] == 'count' or len(items) > 1: out['count'] = f"{n(COUNTS[len(items) - 1], COUNTS)} objects"
     if it is not None and scene['focus'] != 'count':
-        if it['kind'] == 'shape': out['shape'] = f"{_pick(rng, ['a', 'there is a', 'an image of a'])} {n(it['shape'], SHAPES)}"
+        if it['kind'] == 'shape': out['shape'] = f"{pick(rng, ['a', 'there is a', 'an image of a'])} {n(it['shape'], SHAPES)}"
         if it['kind'] == 'glyph': out['digit'] = f"the digit {n(DIGITS[it['digit']], DIGITS)}"
         if it['kind'] == 'arrow': out['arrow'] = f"an arrow pointing {n(DIRECTIONS[it['direction']], DIRECTIONS)}"
         out['colour'] = f"a {n(it['colour'], list(COLOURS))} object"
         out['position'] = f"{'a large object' if it['size'] == 'large' else 'an object'} on the {n(it['pos'], list(POSITIONS))}"
-    out['texture'] = f"{_pick(rng, ['a', 'an image with a'])} {n(scene['texture'], TEXTURES)} background"
+    out['texture'] = f"{pick(rng, ['a', 'an image with a'])} {n(scene['texture'], TEXTURES)} background"
     out['style'] = f"in {n(scene['style'], STYLES)} style"
     return out
 
@@ -540,7 +311,7 @@ def grounded_phrases(tasks, scene: dict, rng, p_noise: float) -> list:
         if t.grounding <= 0: continue
         y = t.ground(scene)
         if y is not None and rng.random() < t.grounding:
-            out.append(t.templates[0].format(_noisy(rng, t.classnames[y], t.classnames, p_noise)))
+            out.append(t.templates[0].format(noisy(rng, t.classnames[y], t.classnames, p_noise)))
     return out
 
 def caption_scene(scene: dict, rng, p_mention: float = 0.25, p_noise: float = 0.1) -> str:
@@ -574,13 +345,17 @@ def vocabulary() -> list:
     return sorted(words)
 
 # %% ../nbs/00_world.ipynb #77e2ea45
+def hash_world(corpus, tasks: dict, split_sizes: dict, load, n: int) -> str:
+    "16 hex digits naming a world: a corpus sample `(data, captions)`; per task its words, role, grounding rate, the split sizes and `load(name, 'train', n)`'s data."
+    h = hashlib.sha256()
+    data, caps = corpus
+    h.update(data.numpy().tobytes()); h.update('\n'.join(caps).encode())
+    for name, t in tasks.items():
+        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, split_sizes)).encode())
+        h.update(load(name, 'train', n).images.numpy().tobytes())
+    return h.hexdigest()[:16]
+
 @lru_cache(1)
 def fingerprint() -> str:
     "16 hex digits that change whenever the world changes (pretraining sample, tasks' images, words, roles, grounding rates)."
-    h = hashlib.sha256()
-    imgs, caps = caption_corpus(256, seed=0)
-    h.update(imgs.numpy().tobytes()); h.update('\n'.join(caps).encode())
-    for name, t in TASKS.items():
-        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, SPLIT_SIZES)).encode())
-        h.update(load_task(name, 'train', 16).images.numpy().tobytes())
-    return h.hexdigest()[:16]
+    return hash_world(caption_corpus(256, seed=0), TASKS, SPLIT_SIZES, load_task, 16)

@@ -1,7 +1,7 @@
 "The audio world, its front end and audio encoders (open_clip spectrogram towers, a real CLAP architecture) on the shared API."
 import copy, json, math
 import pytest, torch
-from platonic_ta import audio_world
+from platonic_ta import audio_world, audio_sounds
 from platonic_ta.audio_frontend import FrontEnd, LogMel
 from platonic_ta.audio_zoo import (AudioFamilySpec, AudioEncoder, ClapDual, audio_family_encoder, audio_tokenizer,
                                    create_audio_model, pretrain_audio, finetune_audio, load_clap, build_audio_zoo,
@@ -42,7 +42,7 @@ def clap_enc(tmp_path_factory):
 def test_world_shapes_determinism_and_grounding():
     for t in audio_world.list_tasks():
         d = audio_world.load_task(t, 'train', 8)
-        assert d.clips.dtype == torch.uint8 and tuple(d.clips.shape) == (8, 1, 1, audio_world.CLIP)
+        assert d.clips.dtype == torch.uint8 and tuple(d.clips.shape) == (8, 1, 1, audio_sounds.CLIP)
         assert torch.equal(d.clips, audio_world.load_task(t, 'train', 8).clips)
         assert all(set(p.split()) <= set(audio_world.vocabulary()) for c in d.prompts() for p in c)
     assert len(EDIT) >= 3 and audio_world.list_tasks(controls=True)
@@ -61,7 +61,7 @@ def test_world_shapes_determinism_and_grounding():
 
 def test_frontend_tone_band_and_layouts():
     lm = LogMel(FrontEnd())
-    t = torch.arange(audio_world.CLIP) / audio_world.SR
+    t = torch.arange(audio_sounds.CLIP) / audio_sounds.SR
     lo, hi = (lm.log_mel(torch.sin(2 * math.pi * f * t)[None])[0].mean(1).argmax().item() for f in (200.0, 2000.0))
     assert lo < hi
     clips = audio_world.load_task(EDIT[0], 'train', 3).clips

@@ -39,10 +39,10 @@ def unshifted(fam, zoo):
             tr, te = world.load_task(t, 'train', 1000), world.load_task(t, 'test', 500)
             print(f'{fam} {tag:<8} {t:<9} zs {zero_shot_accuracy(enc, te):.3f} probe {linear_probe_accuracy(enc, tr, te):.3f}', flush=True)
     run('shifted')
-    style = world._style
-    world._style = lambda rng, main, p: (rng.random(), 'photo')[1]   # the same random draws, always the photo domain
+    style = world.pick_style
+    world.pick_style = lambda rng, main, p: (rng.random(), 'photo')[1]   # the same random draws, always the photo domain
     try: run('photo')
-    finally: world._style = style; world._render_task.cache_clear()
+    finally: world.pick_style = style; world._render_task.cache_clear()
 
 def finetunes(fam, zoo, overrides):
     enc = load_base(fam, zoo)
