@@ -58,6 +58,18 @@ SLOW_SMOKE = {
 # numbered notebooks without a papermill smoke run, and why (nbdev_test runs them in make test, slow cells skipped)
 NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_toys.ipynb': 'no slow cell: nbdev_test runs every cell',
             '09_baselines.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '00a_scenes.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '00c_io.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '01d_qkv.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '01e_families.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '01f_encoders.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '01g_training.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '02a_grids.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '02b_cache.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '04b_scoring.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '04c_widgets.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '04d_analysis.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '08a_audio_sounds.ipynb': 'no slow cell: nbdev_test runs every cell',
             '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
 
 def run_stage(nb, params, out: Path) -> Path:
