@@ -64,7 +64,7 @@ def main():
     print(f'bank of {len(bank_loop)} (one solve at a time):     {t_loop:7.3f} s  (max |stacked - loop| {diff:.1e})')
     print(f'factors + bank from scratch:          {t_factors + t_bank:7.3f} s  (paper: 17 s)')
     if a.report_dir:
-        from platonic_ta.report import record_metrics
+        from platonic_ta.metrics import record_metrics
         record_metrics({'bench.bank48_s': t_bank, 'bench.factors8_s': t_factors, 'bench.one_solve_s': t_one}, a.report_dir)
 
 

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from .heads import image_tower
 from .grids import Grid
 from .cache import EmbeddingCache
+from .encoders import prompt_embeddings
 from .descriptors import Descriptor, affinity
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors
@@ -91,17 +92,6 @@ def _check_terms(terms) -> list:
     return out
 
 @torch.no_grad()
-def _class_units(enc, prompts: list, device) -> torch.Tensor:
-    "Template-ensembled unit class embeddings (M, d), as `EmbeddingCache.embed_prompts` makes them."
-    flat = [s for p in prompts for s in p]
-    toks = enc.tokenizer(flat)
-    t = F.normalize(enc.model.encode_text(toks.to(device) if isinstance(toks, torch.Tensor) else toks).float(), dim=-1)
-    out, i = [], 0
-    for p in prompts:
-        out.append(F.normalize(t[i:i + len(p)].mean(0), dim=0)); i += len(p)
-    return torch.stack(out)
-
-@torch.no_grad()
 def _tower_embed(visual, X, bs: int = 256) -> torch.Tensor:
     return torch.cat([_first(visual(X[i:i + bs])) for i in range(0, len(X), bs)])
 
@@ -147,7 +137,7 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
                 T = cache.text_embeddings(target, g).to(device, fdt)
                 Z0 = cache.image_embeddings(target, g).to(device, fdt)
             else:
-                T = _class_units(target, g.prompts, device).to(fdt)
+                T = prompt_embeddings(target, g.prompts).to(device, fdt)
                 Z0 = _tower_embed(image_tower(target.model), X).to(fdt)
             G = grids[g.grid_hash] = dict(grid=g, X=X, T=T, A0=affinity(Z0, T), terms=[])
         G['terms'].append((U.to(device, G['T'].dtype), c))

@@ -21,7 +21,7 @@ from .descriptors import descriptor_cosine, consensus_descriptor, shuffled_descr
 from .factorization import check_stack, record_edit
 from .composition import OperatorBank, check_coeff
 from .scoring import Scorer
-from .report import read_metrics
+from .metrics import read_metrics
 
 # %% auto #0
 __all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep', 'retention_rows',

@@ -17,7 +17,7 @@ from .factorization import solve_operator, check_stack, record_edit
 from .grids import Grid
 from .cache import EmbeddingCache
 from .descriptors import affinity
-from .composition import class_text_embeddings
+from .encoders import prompt_embeddings, class_embeddings
 from .guards import check_number, check_count, check_seed
 from .training import finetune_logit_scale
 
@@ -102,7 +102,6 @@ def _batch(n: int, batch, gen) -> torch.Tensor | None:
 # %% ../nbs/09_baselines.ipynb #a2ce9340
 def gradient_ascent(target, data, config: AdapterConfig | None = None, name: str | None = None):
     "`(encoder, losses)`: LoRA ascent on the cross-entropy of `data` (a labelled `TaskData`) against its class prompts."
-    from platonic_ta.encoders import class_embeddings
     T = class_embeddings(target, data.classnames, data.templates).float()
     X, y = target.preprocess(data.images), data.labels
     s = finetune_logit_scale(target)
@@ -130,7 +129,7 @@ def fit_distill(target, terms, config: AdapterConfig | None = None, cache: Embed
         if not isinstance(g, Grid): raise TypeError(f"each term is (Grid, N×M teacher logits), got {type(g).__name__}")
         L = _mat(L, f'teacher logits of {g.task!r}')
         if tuple(L.shape) != (g.N, g.M): raise ValueError(f"teacher logits of {g.task!r} have shape {tuple(L.shape)}, grid is {g.N}×{g.M}")
-        T = (cache.text_embeddings(target, g) if cache is not None else class_text_embeddings(target, g.prompts)).float()
+        T = (cache.text_embeddings(target, g) if cache is not None else prompt_embeddings(target, g.prompts)).float()
         prep.append((target.preprocess(g.images), F.normalize(T, dim=-1), torch.log_softmax(s * L.float(), dim=-1)))
     def loss_fn(visual, gen):
         loss = 0.0

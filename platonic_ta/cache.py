@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from . import __version__
 from ._io import save_safetensors, cache_root
 from .guards import check_count, file_lock, few
+from .encoders import template_ensemble, check_prompts
 from .grids import Grid, short_hash, check_images, image_hashes, set_hash, prompts_hash
 
 # %% auto #0
@@ -164,22 +165,11 @@ def embed_features(self: EmbeddingCache, encoder, images: torch.Tensor, key: str
 
 @patch
 def embed_prompts(self: EmbeddingCache, encoder, prompts: Sequence[Sequence[str]], key: str = 'prompts') -> torch.Tensor:
-    "Template-ensembled class embeddings (M, d), unit rows: the renormalised mean of each class's unit prompt embeddings."
-    prompts = [list(p) for p in prompts]
-    if not prompts or any(len(p) == 0 for p in prompts): raise ValueError("every class needs at least one prompt")
+    "Template-ensembled class embeddings (M, d), unit rows: `encoders.prompt_embeddings`, computed once and kept."
+    prompts = check_prompts(prompts)
     def compute():
-        flat = [s for p in prompts for s in p]
-        (t,) = self._run(encoder, encoder.encode_text, flat, f'{encoder.name} text {key}')
-        norms = t.norm(dim=1, keepdim=True)
-        if (norms == 0).any():
-            raise ValueError(f"the text tower gave zero embeddings for prompts {few([flat[i] for i in (norms[:, 0] == 0).nonzero().flatten().tolist()])}")
-        t = t / norms
-        sizes = torch.tensor([len(p) for p in prompts])
-        owner = torch.repeat_interleave(torch.arange(len(prompts)), sizes)
-        mean = torch.zeros(len(prompts), t.shape[1], dtype=t.dtype).index_add_(0, owner, t) / sizes[:, None].to(t.dtype)
-        mnorm = mean.norm(dim=1, keepdim=True)
-        if (mnorm == 0).any(): raise ValueError("a class's template embeddings cancel to zero; use other templates")
-        return [mean / mnorm]
+        (t,) = self._run(encoder, encoder.encode_text, [s for p in prompts for s in p], f'{encoder.name} text {key}')
+        return [template_ensemble(t, prompts)]
     return self._get(encoder, 'text', prompts_hash(prompts), len(prompts), ('t',), compute, f'{encoder.name}-{key}')[0]
 
 # %% ../nbs/02b_cache.ipynb #e8286539

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json, math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -15,7 +14,7 @@ from . import __version__
 from .grids import Grid
 from .cache import EmbeddingCache, read_safetensors, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
-from .encoders import digest_scope
+from .encoders import digest_scope, prompt_embeddings
 from ._io import save_safetensors, atomic_write_text, pair_paths
 from .factorization import (GridFactors, select_ridges, fold_operator, embedding_route_features,
                                        head_route_features, base_weights_hash, edit_record, EditStackError)
@@ -23,7 +22,7 @@ from .guards import check_number, refuse_existing, check_kind, json_digest, few
 from .heads import last_layer
 
 # %% auto #0
-__all__ = ['ROUTES', 'BankError', 'TargetMismatchError', 'route_of', 'class_text_embeddings', 'check_coeff', 'OperatorBank']
+__all__ = ['ROUTES', 'BankError', 'TargetMismatchError', 'route_of', 'check_coeff', 'OperatorBank']
 
 # %% ../nbs/04_composition.ipynb #d1b15d0d
 ROUTES = ('embedding', 'head')
@@ -56,18 +55,6 @@ def _resolve_route(target, route: str) -> str:
         raise ValueError(f"route={route!r} does not fit target {getattr(target, 'name', '')!r}: {why}; pass route='auto'")
     return route
 
-@torch.no_grad()
-def class_text_embeddings(target, prompts: Sequence[Sequence[str]]) -> torch.Tensor:
-    "Unit class embeddings (M, d) of `target`: the renormalised mean of each class's unit prompt embeddings."
-    prompts = [list(p) for p in prompts]
-    if not prompts or any(len(p) == 0 for p in prompts): raise ValueError("every class needs at least one prompt")
-    t = target.encode_text([s for p in prompts for s in p]).double()
-    t = t / t.norm(dim=1, keepdim=True)
-    out, i = [], 0
-    for p in prompts:
-        m = t[i:i + len(p)].mean(0); out.append(m / m.norm()); i += len(p)
-    return torch.stack(out)
-
 def _grid_features(target, grid: Grid, route: str, cache: EmbeddingCache | None, dtype):
     "Route features `F` (N×k) and unit class embeddings `T̂` (M×d) of `target` on `grid`."
     if route == 'head':
@@ -76,7 +63,7 @@ def _grid_features(target, grid: Grid, route: str, cache: EmbeddingCache | None,
     else:
         z = cache.image_embeddings(target, grid) if cache is not None else target.encode_image(grid.images)
         F = embedding_route_features(z.to(dtype))
-    T = cache.text_embeddings(target, grid) if cache is not None else class_text_embeddings(target, grid.prompts)
+    T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
     return F, T.to(dtype)
 
 # %% ../nbs/04_composition.ipynb #fa6a9930

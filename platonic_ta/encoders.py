@@ -6,19 +6,20 @@
 from __future__ import annotations
 import contextlib, contextvars, copy, hashlib, json, os, warnings
 from pathlib import Path
+from typing import Sequence
 import torch, torch.nn as nn, torch.nn.functional as F
 from fastcore.basics import patch
 import open_clip
 from . import world
 from .heads import image_features, last_layer
-from .guards import check_count, check_seed
+from .guards import check_count, check_seed, few
 from .families import WordTokenizer, CONTEXT_LENGTH, family_spec, create_family_model
 
 # %% auto #0
 __all__ = ['CHECKPOINT_EXTS', 'tokenizer_fingerprint', 'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder',
-           'family_encoder', 'class_embeddings', 'predict', 'zero_shot_accuracy', 'probe_accuracy',
-           'linear_probe_accuracy', 'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError',
-           'read_state_dict', 'check_state_dict', 'load_open_clip']
+           'family_encoder', 'template_ensemble', 'check_prompts', 'prompt_embeddings', 'class_embeddings', 'predict',
+           'zero_shot_accuracy', 'probe_accuracy', 'linear_probe_accuracy', 'TokenizerMissingWarning', 'hub_offline',
+           'hub_mode', 'CheckpointError', 'read_state_dict', 'check_state_dict', 'load_open_clip']
 
 # %% ../nbs/01f_encoders.ipynb #160efea0
 def tokenizer_fingerprint(tok) -> str:
@@ -175,14 +176,39 @@ def family_encoder(family, model: nn.Module | None = None, name: str | None = No
                        WordTokenizer(world.vocabulary(), CONTEXT_LENGTH), f.image_size, meta={'family': f.name})
 
 # %% ../nbs/01f_encoders.ipynb #8016b963
+def template_ensemble(t: torch.Tensor, prompts: Sequence[Sequence[str]]) -> torch.Tensor:
+    "Unit class embeddings (M, d) from `t`, the unnormalised embeddings of `prompts` flattened class by class."
+    sizes = torch.tensor([len(p) for p in prompts])
+    if t.shape[0] != int(sizes.sum()):
+        raise ValueError(f"{t.shape[0]} prompt embeddings for {int(sizes.sum())} prompts: embed every class's prompts in order")
+    norms = t.norm(dim=1, keepdim=True)
+    if (norms == 0).any():
+        flat = [s for p in prompts for s in p]
+        raise ValueError(f"the text tower gave zero embeddings for prompts {few([flat[i] for i in (norms[:, 0] == 0).nonzero().flatten().tolist()])}")
+    t = t / norms
+    owner = torch.repeat_interleave(torch.arange(len(prompts)), sizes)
+    mean = torch.zeros(len(prompts), t.shape[1], dtype=t.dtype).index_add_(0, owner, t) / sizes[:, None].to(t.dtype)
+    mnorm = mean.norm(dim=1, keepdim=True)
+    if (mnorm == 0).any(): raise ValueError("a class's template embeddings cancel to zero; use other templates")
+    return mean / mnorm
+
+def check_prompts(prompts) -> list:
+    "`prompts` as a list of lists of strings, one non-empty list per class (else a `ValueError` that says so)."
+    if isinstance(prompts, str) or not isinstance(prompts, Sequence):
+        raise TypeError(f"prompts must be one list of prompt strings per class, got {type(prompts).__name__}")
+    prompts = [[p] if isinstance(p, str) else list(p) for p in prompts]
+    if not prompts or any(len(p) == 0 for p in prompts): raise ValueError("every class needs at least one prompt")
+    return prompts
+
 @torch.no_grad()
-def class_embeddings(enc: DualEncoder, classnames: list, templates: list) -> torch.Tensor:
-    "Unit class embeddings (M, d): the renormalised mean of each class's template-prompt unit embeddings."
-    out = []
-    for c in classnames:
-        t = F.normalize(enc.encode_text([tp.format(c) for tp in templates]).float(), dim=-1).mean(0)
-        out.append(F.normalize(t, dim=0))
-    return torch.stack(out)
+def prompt_embeddings(enc, prompts: Sequence[Sequence[str]]) -> torch.Tensor:
+    "Unit class embeddings (M, d) of `enc`, float32 on the CPU: `template_ensemble` of one text batch of `prompts`."
+    prompts = check_prompts(prompts)
+    return template_ensemble(enc.encode_text([s for p in prompts for s in p]).float(), prompts)
+
+def class_embeddings(enc, classnames: list, templates: list) -> torch.Tensor:
+    "Unit class embeddings (M, d): each class name in every template, ensembled."
+    return prompt_embeddings(enc, [[tp.format(c) for tp in templates] for c in classnames])
 
 @torch.no_grad()
 def predict(enc: DualEncoder, images: torch.Tensor, T: torch.Tensor) -> torch.Tensor:

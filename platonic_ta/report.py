@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
 from ._io import atomic_write_text
+from .metrics import read_metrics, record_metrics, save_figure
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'repo_root', 'read_metrics', 'record_metrics', 'save_figure',
-           'paper_table', 'write_report', 'run_stages', 'run_benches', 'run_lab', 'main']
+__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'repo_root', 'paper_table', 'write_report', 'run_stages',
+           'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -22,48 +23,6 @@ def repo_root(start: Path | None = None) -> Path:
     raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
 
 
-
-# %% ../nbs/90_report.ipynb #cf6f179e
-def _check_metrics(metrics: dict) -> dict:
-    out = {}
-    for k, v in metrics.items():
-        if not isinstance(k, str) or k.count('.') < 1 or not all(k.split('.')):
-            raise ValueError(f"metric key {k!r} must be '<stage>.<figure>', e.g. 'world.n_tasks'")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, 'item'):
-            raise TypeError(f"metric {k!r} must be a number, got {type(v).__name__}: pass float(...) of it")
-        v = v.item() if hasattr(v, 'item') else v
-        if not math.isfinite(v): raise ValueError(f"metric {k!r} is {v}: record only measured, finite numbers")
-        out[k] = v
-    return out
-
-# %% ../nbs/90_report.ipynb #60bf43d2
-def read_metrics(report_dir: str | Path | None) -> dict:
-    "The figures recorded in `report_dir/metrics.json` so far ({} when there is no folder or no file yet)."
-    if report_dir is None: return {}
-    path = Path(report_dir) / 'metrics.json'
-    if not path.exists(): return {}
-    try: return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON ({e}); move it aside and rerun the stage notebooks") from e
-
-def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:
-    "Print `metrics` and, when `report_dir` is given, merge them into `report_dir/metrics.json`."
-    metrics = _check_metrics(metrics)
-    for k, v in metrics.items(): print(f'{k:<48} {v:.6g}')
-    if report_dir is None: return metrics
-    old = read_metrics(report_dir)   # a corrupt file stops here: it is never overwritten with only this stage's figures
-    old.update(metrics)
-    atomic_write_text(Path(report_dir) / 'metrics.json', json.dumps(dict(sorted(old.items())), indent=1))
-    return metrics
-
-# %% ../nbs/90_report.ipynb #f514e249
-def save_figure(fig, name: str, report_dir: str | Path | None = None):
-    "Save a matplotlib figure as `report_dir/<name>.png` (no-op without a `report_dir`); returns the path."
-    if report_dir is None: return None
-    path = Path(report_dir) / f'{name}.png'
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches='tight')
-    return path
 
 # %% ../nbs/90_report.ipynb #59851cd8
 PAPER = [  # (metric, effect, the paper's figure)

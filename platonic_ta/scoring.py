@@ -10,7 +10,8 @@ import torch
 
 from .cache import EmbeddingCache
 from .guards import check_number, check_alloc
-from .composition import OperatorBank, class_text_embeddings
+from .composition import OperatorBank
+from .encoders import prompt_embeddings
 
 # %% auto #0
 __all__ = ['Scorer', 'certificate', 'certify_edit', 'certificate_rows']
@@ -42,7 +43,7 @@ def _set_tensors(target, route: str, images, labels, prompts, task: str, cache: 
         T = cache.embed_prompts(target, prompts, key=task)
     else:
         a, z = target.features(images) if route == 'head' else (None, target.encode_image(images))
-        T = class_text_embeddings(target, prompts)
+        T = prompt_embeddings(target, prompts)
     T = T.to(dt); T = T / T.norm(dim=1, keepdim=True)
     z = z.to(dt)
     a = None if a is None else a.to(dt)

@@ -8,7 +8,8 @@ import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, 
 from pathlib import Path
 from fastcore.basics import patch
 
-from .report import repo_root, save_figure, write_report
+from .metrics import save_figure
+from .report import repo_root, write_report
 from ._io import atomic_write_text
 
 # %% auto #0
@@ -125,7 +126,7 @@ def entry_notebook(entry: str, dest) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'python3', 'language': 'python'}
     nb.cells = [nbformat.v4.new_code_cell('\n'.join(lines), metadata={'tags': ['parameters']}),
-                nbformat.v4.new_code_cell(f'from {mod} import {fn}\nfrom platonic_ta.report import record_metrics\n'
+                nbformat.v4.new_code_cell(f'from {mod} import {fn}\nfrom platonic_ta.metrics import record_metrics\n'
                                           f'record_metrics({fn}({args}), report_dir)')]
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(dest, nbformat.writes(nb))

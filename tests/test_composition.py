@@ -11,7 +11,8 @@ from platonic_ta.grids import make_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor, GridMismatchError
 from platonic_ta.factorization import GridFactors
-from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of, class_text_embeddings
+from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of
+from platonic_ta.encoders import prompt_embeddings
 from platonic_ta.scoring import Scorer, certificate, certify_edit, certificate_rows
 from platonic_ta.descriptors import consensus_descriptor, shuffled_descriptor
 from platonic_ta.analysis import addition_sweep, retention_rows, negation_sweep, multitask_scaling
@@ -183,10 +184,20 @@ def test_scorer_cache_and_target_checks(tiny):
     assert tiny['cache'].misses == misses
     sc2 = bank.scorer({t: (e.images, e.labels, e.prompts()) for t, e in tiny['evals'].items()})   # no cache
     assert sc2.base == sc.base
-    T = class_text_embeddings(tiny['encs']['vit_w96'], tiny['evals']['colours'].prompts())
+    T = prompt_embeddings(tiny['encs']['vit_w96'], tiny['evals']['colours'].prompts())
     assert torch.allclose(T.float(), sc.sets['colours']['T'].float(), atol=1e-5)
     with pytest.raises(TypeError, match='eval set'): bank.scorer({'colours': 3})
     with pytest.raises(KeyError, match='no evaluation set'): sc.embeddings(bank.combine({}), 'nowhere')
+
+
+def test_bank_without_cache_is_the_bank_with_one(tiny):
+    "The same class embeddings and features with or without a cache, so the same operators."
+    enc = tiny['encs']['vit_w96']
+    keys = [('rn_w16', t) for t in TASKS]
+    bare = OperatorBank.build(enc, tiny['grids'], {k: tiny['descs'][k] for k in keys})
+    cached = OperatorBank.build(enc, tiny['grids'], {k: tiny['descs'][k] for k in keys}, cache=tiny['cache'])
+    for k in keys:
+        assert torch.equal(bare.combine({k: 1.0}), cached.combine({k: 1.0})), k
 
 
 def test_consensus_and_null():

@@ -8,7 +8,7 @@ from platonic_ta.encoders import family_encoder
 from platonic_ta.grids import make_grid, sub_grid
 from platonic_ta.descriptors import affinity
 from platonic_ta.analysis import weight_space_sum
-from platonic_ta.composition import class_text_embeddings
+from platonic_ta.encoders import prompt_embeddings
 from platonic_ta.factorization import solve_operator, edit_record
 from platonic_ta.adapter import AdapterConfig
 from platonic_ta.baselines import (procrustes, transport_theta, transport_operator, fit_distill, gradient_ascent,
@@ -140,7 +140,7 @@ def test_distillation_towards_its_own_posterior_starts_at_zero_and_learns_a_teac
     grid = make_grid(task, 8, 0)
     cfg = AdapterConfig(steps=3, lr=1e-2, seed=0)
     with torch.no_grad():
-        A0 = affinity(enc.encode_image(grid.images), class_text_embeddings(enc, grid.prompts))
+        A0 = affinity(enc.encode_image(grid.images), prompt_embeddings(enc, grid.prompts))
     before = enc.weights_hash()
     student, losses = fit_distill(enc, [(grid, A0)], cfg)
     assert abs(losses[0]) < 1e-6

@@ -59,7 +59,7 @@ SLOW_SMOKE = {
 NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_toys.ipynb': 'no slow cell: nbdev_test runs every cell',
             '09_baselines.ipynb': 'no slow cell: nbdev_test runs every cell',
             '00a_scenes.ipynb': 'no slow cell: nbdev_test runs every cell',
-            '00c_io.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '00c_io.ipynb': 'no slow cell: nbdev_test runs every cell', '00e_metrics.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01d_qkv.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01e_families.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01f_encoders.ipynb': 'no slow cell: nbdev_test runs every cell',

@@ -13,7 +13,7 @@ def tiny_notebook(path):
     nb = nbformat.v4.new_notebook()
     nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'python3', 'language': 'python'}
     nb.cells = [nbformat.v4.new_code_cell('report_dir = None\nx = 1\ny = 1', metadata={'tags': ['parameters']}),
-                nbformat.v4.new_code_cell('assert y != 0, "y must not be 0"\nfrom platonic_ta.report import record_metrics\n'
+                nbformat.v4.new_code_cell('assert y != 0, "y must not be 0"\nfrom platonic_ta.metrics import record_metrics\n'
                                           "record_metrics({'tiny.xy': x * y}, report_dir)")]
     nbformat.write(nb, path)
     return path
