@@ -164,7 +164,9 @@ def parameter_names(path: Path):
 def smoke_table_problems(nbs: Path, smoke: dict, slow_smoke: dict, no_smoke: dict) -> list:
     """What is wrong with the smoke tables for the numbered notebooks of `nbs`: a notebook with no cell tagged
     `parameters`, one in no table (or in two), an entry for a notebook that does not exist, a smoke parameter its
-    `parameters` cell does not define (papermill would inject it as a new variable and run the small default)."""
+    `parameters` cell does not define (papermill would inject it as a new variable and run the small default), a
+    parameter papermill cannot read (`a, b = 1, 2`: sweeps and `platonic-ta run` would refuse to set it)."""
+    import papermill as pm
     numbered = sorted(p.name for p in nbs.glob('[0-9]*.ipynb'))
     runs = [(k.split('@')[0], params) for table in (smoke, slow_smoke) for k, (params, _) in table.items()]
     out = [f'{nb}: in SMOKE or SLOW_SMOKE but not in {nbs.name}/' for nb in sorted({n for n, _ in runs} - set(numbered))]
@@ -175,6 +177,8 @@ def smoke_table_problems(nbs: Path, smoke: dict, slow_smoke: dict, no_smoke: dic
         if len(tables) != 1: out.append(f'{nb}: in {tables or "no table"}; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)')
         names = parameter_names(nbs / nb)
         if names is None: out.append(f'{nb}: no cell tagged parameters'); continue
+        unseen = sorted(names - set(pm.inspect_notebook(str(nbs / nb))))
+        if unseen: out.append(f'{nb}: papermill does not see parameters {unseen} (a sweep cannot set them): assign one name per line')
         out += [f'{nb}: smoke parameter {k!r} is not in its parameters cell' for n, params in runs if n == nb
                 for k in sorted(set(params) - names)]
     return out
@@ -191,13 +195,14 @@ def test_smoke_table_problems_catch_planted_notebooks(tmp_path):
         (tmp_path / name).write_text(json.dumps(dict(cells=cells, metadata=dict(kernelspec=dict(name='python3', language='python',
                                      display_name='python3')), nbformat=4, nbformat_minor=5)))
     nb('00_a.ipynb'); nb('01_b.ipynb', source='n_eval, n_evals = 1, 2'); nb('02_c.ipynb', params=False); nb('index.ipynb', params=False)
+    tuple_param = "01_b.ipynb: papermill does not see parameters ['n_eval', 'n_evals'] (a sweep cannot set them): assign one name per line"
     same(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_eval=5), [])}, {}, {'01_b.ipynb': 'why'}),
-            ['02_c.ipynb: in no table; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)', '02_c.ipynb: no cell tagged parameters'])
+            [tuple_param, '02_c.ipynb: in no table; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)', '02_c.ipynb: no cell tagged parameters'])
     same(smoke_table_problems(tmp_path, {'00_a.ipynb': (dict(n_evals=5), []), '01_b.ipynb': (dict(n_evals=5), []), '09_z.ipynb': ({}, [])},
                                  {'00_a.ipynb@big': ({}, [])}, {'02_c.ipynb': 'why'}),
             ['09_z.ipynb: in SMOKE or SLOW_SMOKE but not in ' + tmp_path.name + '/',
              "00_a.ipynb: in ['SMOKE', 'SLOW_SMOKE']; give it one entry (SMOKE, SLOW_SMOKE or NO_SMOKE)",
-             "00_a.ipynb: smoke parameter 'n_evals' is not in its parameters cell", '02_c.ipynb: no cell tagged parameters'])
+             "00_a.ipynb: smoke parameter 'n_evals' is not in its parameters cell", tuple_param, '02_c.ipynb: no cell tagged parameters'])
 
 TIMING = re.compile(r'(_s|_ms|_ms_tiny|per_s|_s_per_edit|seconds|load_avg_1min)$')   # wall and CPU times, machine load
 
