@@ -50,9 +50,9 @@ AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_
 SLOW_SMOKE = {
     '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
-    '08a_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
-    '08b_audio_frontend.ipynb': ({}, []),
-    '08c_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
+    '08b_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
+    '08c_audio_frontend.ipynb': ({}, []),
+    '08d_audio_zoo.ipynb': (dict(probe_steps=1), ['audio_zoo.build_estimate_min', 'audio_zoo.build_cpu_min']),
 }
 
 # numbered notebooks without a papermill smoke run, and why (nbdev_test runs them in make test, slow cells skipped)
