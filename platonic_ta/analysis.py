@@ -160,11 +160,12 @@ def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
                                 f"platonic_ta.zoo.build_zoo(families, tasks, seeds=(0,), zoo=...)")
     return [0] + sorted(s for s in ok if s != 0)
 
-def heldout_split(task: str, exclude=None, n: int | None = None):
+def heldout_split(task: str, exclude=None, n: int | None = None, source=world):
     """Training images of `task` that no grid in `exclude` holds: a validation set. `exclude` is a `Grid` of the task,
-    several grids (every image any of them holds is left out, context rows included), or probe indices."""
+    several grids (every image any of them holds is left out, context rows included), or probe indices. `source` is
+    the world module the task belongs to (`world`, `audio_world`)."""
     if n is not None: n = check_count(n, 'n', 1, hint='the number of held-out images')
-    data = world.load_task(task, 'train')
+    data = source.load_task(task, 'train')
     keep = torch.ones(len(data), dtype=torch.bool)
     if isinstance(exclude, Grid) and exclude.task != task:
         raise ValueError(f"grid of task {exclude.task!r} given to exclude from task {task!r}: pass the task's own grid, "
@@ -178,7 +179,7 @@ def heldout_split(task: str, exclude=None, n: int | None = None):
     idx = keep.nonzero().flatten()
     if n is not None: idx = idx[:n]
     if len(idx) == 0: raise ValueError(f"task {task!r}: no training image is left outside the probes")
-    return TaskData(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
+    return type(data)(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
 
 # %% ../nbs/04d_analysis.ipynb #fa2609be
 def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_decade: int = 2) -> tuple:

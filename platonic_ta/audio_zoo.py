@@ -9,24 +9,21 @@ import platonic_ta
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F
-from tqdm.auto import tqdm
+import torch, torch.nn as nn
 from open_clip.model import CLIP, CLIPVisionCfg, CLIPTextCfg
 from . import audio_world
 from .audio_frontend import FrontEnd, LogMel
-from .encoders import DualEncoder, class_embeddings
-from .families import WordTokenizer
-from .training import contrastive_train, finetune_logit_scale, DISTILL_SEED
+from .encoders import DualEncoder
+from .families import WordTokenizer, FinetuneConfig, FINETUNE
+from .training import contrastive_train, finetune
 from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path
-from .qkv import expose_qkv
-from .lora import add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors
-from .heads import image_tower
+from .lora import load_adapter_tensors
 from ._io import atomic_write_text, cache_root
 
 # %% auto #0
 __all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
            'clap_audio_tower_class', 'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer',
-           'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'finetune_audio', 'audio_accuracy',
+           'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'audio_recipe', 'finetune_audio',
            'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo', 'AudioZoo',
            'get_audio_zoo', 'shipped_audio_zoo_dir', 'ship_audio_zoo', 'estimate_build_seconds', 'HFTokenizer',
            'load_clap']
@@ -106,7 +103,7 @@ class AudioFamilySpec:
     audio: dict                  # CLIPVisionCfg fields (open_clip) or ClapAudioConfig fields (clap)
     text: dict                   # CLIPTextCfg fields (open_clip) or ClapTextConfig fields (clap)
     frontend: FrontEnd = field(default_factory=FrontEnd)
-    steps: int = 200             # pretraining steps
+    steps: int = 1500            # pretraining steps
     batch: int = 48
     lr: float = 1e-3
     seed: int = 0
@@ -132,7 +129,7 @@ AUDIO_FAMILIES = {f.name: f for f in [
                     frontend=FrontEnd(layout='clap'), seed=13,
                     about="transformers' CLAP: HTSAT audio tower (Swin, 3 stages, width 32-128), RoBERTa text tower"),
 ]}
-AUDIO_FINETUNE = dict(steps=40, batch=32, lr=1e-2, rank=4, alpha=8.0, distill=2.0, distill_n=512, n_train=None)  # n_train None: the whole split
+AUDIO_FINETUNE = dict(steps=120, batch=32, lr=1e-2, rank=4, alpha=8.0, distill=2.0, distill_n=512, n_train=None)  # n_train None: the whole split
 
 def _family(name) -> AudioFamilySpec:
     if isinstance(name, AudioFamilySpec): return name
@@ -164,11 +161,6 @@ def audio_family_encoder(family, model: nn.Module | None = None, name: str | Non
                         meta={'family': f.name})
 
 # %% ../nbs/08d_audio_zoo.ipynb #e678aa97
-def _schedule(opt, steps: int, lr: float):
-    "Warmup (6 %) then cosine decay to zero, stepped once per step."
-    return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 2), pct_start=0.06,
-                                               anneal_strategy='cos', cycle_momentum=False, div_factor=25, final_div_factor=1e4)
-
 CORPUS_CAP = 20_000   # pretraining clips at most (320 MB of uint8): a family's sample is min(steps × batch, CORPUS_CAP)
 
 def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = None, seed: int | None = None,
@@ -180,53 +172,30 @@ def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = N
     enc = audio_family_encoder(f, create_audio_model(f, seed))
     n = corpus_size or min(steps * f.batch, CORPUS_CAP)
     clips, caps = audio_world.caption_corpus(n, seed=seed)
-    losses = contrastive_train(enc, clips, enc.tokenizer(caps), steps, f.batch, f.lr, seed,
-                               scheduler=lambda opt: _schedule(opt, steps, f.lr), progress=progress, desc=f'pretrain {f.name}')
+    losses = contrastive_train(enc, clips, enc.tokenizer(caps), steps, f.batch, f.lr, seed, progress=progress,
+                               desc=f'pretrain {f.name}')
     return enc, losses
+
+def audio_recipe(family=None, **changes) -> dict:
+    """The settings of an audio fine-tune as the zoo's files record them: `AUDIO_FINETUNE`, the family's overrides,
+    then `changes`; every setting but `n_train` (training clips, None: the whole split) checked as a `FinetuneConfig`."""
+    f = AUDIO_FAMILIES.get(family.name if isinstance(family, AudioFamilySpec) else family)
+    cfg = {**AUDIO_FINETUNE, **(f.finetune if f else {}), **changes}
+    if unknown := set(cfg) - set(AUDIO_FINETUNE) - set(FINETUNE):
+        raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(set(AUDIO_FINETUNE) | set(FINETUNE))}')
+    n_train = cfg.pop('n_train', None)
+    return {**FinetuneConfig.of(cfg).to_dict(), 'n_train': n_train}
 
 def finetune_audio(base: AudioEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
                    progress: bool = True, **overrides) -> tuple:
-    "LoRA fine-tune of the audio tower's q and v on an audio task; returns (merged encoder, LoRA tensors, losses)."
-    fam = AUDIO_FAMILIES.get(base.meta.get('family'))
-    cfg = {**AUDIO_FINETUNE, **(fam.finetune if fam else {}), **overrides, **({} if steps is None else {'steps': steps}),
-           **({} if n_train is None else {'n_train': n_train})}
-    unknown = set(cfg) - set(AUDIO_FINETUNE)
-    if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(AUDIO_FINETUNE)}')
-    data = audio_world.load_task(task, 'train', cfg['n_train'])
-    T = class_embeddings(base, data.classnames, data.templates)
-    enc = copy.deepcopy(base)
-    if cfg['distill'] > 0:
-        keep_x = audio_world.caption_corpus(cfg['distill_n'], seed=DISTILL_SEED)[0]
-        keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1)
-    expose_qkv(image_tower(enc.model))
-    pm = add_adapter(enc.model, cfg['rank'], cfg['alpha'], seed)
-    opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=cfg['lr'], weight_decay=0.0)
-    sched = _schedule(opt, cfg['steps'], cfg['lr'])
-    scale = finetune_logit_scale(base)
-    g = torch.Generator().manual_seed(seed)
-    enc.model.eval()      # frozen tower: batch-norm statistics must not drift with the task's batches
-    losses = []
-    for step in tqdm(range(cfg['steps']), desc=f'finetune {base.name}/{task}', disable=not progress, mininterval=2):
-        idx = torch.randint(0, len(data), (cfg['batch'],), generator=g)
-        z = F.normalize(enc.model.encode_image(enc.preprocess(data.clips[idx])), dim=-1)
-        loss = F.cross_entropy(scale * z @ T.T, data.labels[idx])
-        if cfg['distill'] > 0:
-            k = torch.randint(0, len(keep_x), (cfg['batch'],), generator=g)
-            dz = F.normalize(enc.model.encode_image(enc.preprocess(keep_x[k])), dim=-1) - keep_z[k]
-            loss = loss + cfg['distill'] * 0.5 * (dz * dz).sum(-1).mean()
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
-        losses.append(loss.item())
-    tensors = adapter_tensors(pm)
-    enc.model = merge_adapter(pm).eval()
-    enc.name = f'{base.name}+ft:{task}:s{seed}'
-    enc.meta.update(task=task, seed=seed, finetune=cfg)
+    "`training.finetune` on an audio task with the audio recipe (`audio_recipe`): (merged encoder, LoRA tensors, losses)."
+    cfg = audio_recipe(base.meta.get('family'), **overrides, **({} if steps is None else {'steps': steps}),
+                       **({} if n_train is None else {'n_train': n_train}))
+    settings = {k: v for k, v in cfg.items() if k != 'n_train'}
+    enc, tensors, losses = finetune(base, task, seed=seed, n_train=cfg['n_train'], progress=progress,
+                                    config=FinetuneConfig(**settings), source=audio_world)
+    enc.meta['finetune'] = cfg
     return enc, tensors, losses
-
-@torch.no_grad()
-def audio_accuracy(enc: AudioEncoder, data) -> float:
-    "Zero-shot accuracy of `enc` on an audio task split (class prompts ensembled over the task's templates)."
-    T = class_embeddings(enc, data.classnames, data.templates)
-    return (F.normalize(enc.encode_image(data.clips).float(), dim=-1) @ T.T).argmax(1).eq(data.labels).float().mean().item()
 
 # %% ../nbs/08d_audio_zoo.ipynb #cb2d1004
 def default_audio_zoo_dir() -> Path:
@@ -281,7 +250,7 @@ def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, f
                       seconds=time.time() - t0, cpu_seconds=time.process_time() - c0, loss_first=losses[0],
                       loss_last=float(np.mean(losses[-20:])), world=world_id))
     base = load_audio_base(f, zoo)
-    cfg = {**AUDIO_FINETUNE, **f.finetune, **finetune}
+    cfg = audio_recipe(f, **finetune)
     for task in tasks:
         for s in seeds:
             fp = ft_path(zoo, f.name, task, s)
@@ -316,8 +285,7 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
     if unknown: raise KeyError(f'unknown audio tasks or families {unknown}; tasks are {list(audio_world.TASKS)}, families {list(AUDIO_FAMILIES)}')
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f'workers must be a positive int, got {workers!r}')
     finetune = {**(finetune or {}), **({} if finetune_steps is None else {'steps': finetune_steps})}
-    if unknown := set(finetune) - set(AUDIO_FINETUNE):
-        raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(AUDIO_FINETUNE)}')
+    audio_recipe(None, **finetune)                       # a misspelt setting stops here, before any work
     world_id = audio_world.fingerprint()
     jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune, progress, world_id) for f in families]
     if workers > 1 and len(jobs) > 1:
@@ -353,7 +321,7 @@ class AudioZoo:
 
 def _recipe_id(recipe: dict) -> str:
     "8 hex digits naming a build recipe with its families' specs, the fine-tune settings and the audio world."
-    rec = dict(recipe, specs=[asdict(_family(f)) for f in recipe['families']], finetune=AUDIO_FINETUNE, world=audio_world.fingerprint())
+    rec = dict(recipe, specs=[asdict(_family(f)) for f in recipe['families']], finetune=audio_recipe(), world=audio_world.fingerprint())
     return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> AudioZoo:
@@ -397,7 +365,7 @@ def ship_audio_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str
     metas = [load_artifact(p)[1] for p in files]          # every file verified before anything is copied
     for p, m in zip(files, metas):
         f = AUDIO_FAMILIES[m['family']]
-        want = (world_id, f.steps) if m['kind'] == 'base' else json.loads(json.dumps({**AUDIO_FINETUNE, **f.finetune}))
+        want = (world_id, f.steps) if m['kind'] == 'base' else json.loads(json.dumps(audio_recipe(f)))
         got = (m.get('world'), m.get('steps')) if m['kind'] == 'base' else m.get('finetune')
         if got != want: raise ValueError(f"{p}: built with {got}, today's recipe is {want}: rebuild it in another folder")
     size = sum(p.with_suffix(x).stat().st_size for p in files for x in ('.safetensors', '.json'))
@@ -435,7 +403,7 @@ def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: i
     try:
         for fam in families:
             f = _family(fam)
-            cfg = {**AUDIO_FINETUNE, **f.finetune}
+            cfg = audio_recipe(f)
             def timed(fn):
                 fn(1)                                             # warm-up: first-call costs are not per step
                 w, c = time.perf_counter(), time.process_time()

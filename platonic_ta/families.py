@@ -187,13 +187,14 @@ def create_family_model(family, seed: int | None = None) -> nn.Module:
     return CLIP(f.embed_dim, vision, text)
 
 # %% ../nbs/01e_families.ipynb #d4849e95
-def check_task_prompts(tokenizer, task: str) -> None:
-    "KeyError naming the task and the words when a zoo family's `WordTokenizer` cannot read the task's class prompts."
+def check_task_prompts(tokenizer, task: str, source=world) -> None:
+    """KeyError naming the task and the words when a zoo family's `WordTokenizer` cannot read the class prompts of
+    `task` (a task of `source`: `world`, or another world module such as `audio_world`)."""
     if not isinstance(tokenizer, WordTokenizer): return      # open_clip's tokenizers read any text
-    d = world.load_task(task, 'train', 1)
+    d = source.load_task(task, 'train', 1)
     words = sorted({w for c in d.classnames for tp in d.templates for w in tp.format(c).split()} - set(tokenizer.index))
     if words:
         raise KeyError(f"task {task!r}: its class prompts ({d.templates[0].format(d.classnames[0])!r}, …) use words the zoo "
                        f"families' tokenizer does not know {words[:8]}: the families read only the world's words "
-                       "(platonic_ta.world.vocabulary()); register the task with class names and templates in those words "
+                       f"({source.__name__}.vocabulary()); register the task with class names and templates in those words "
                        "(e.g. templates=['a {} object']), or use a real open_clip model (load_open_clip) on it")

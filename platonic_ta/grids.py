@@ -13,8 +13,8 @@ import torch
 from .guards import check_count, check_seed, few
 
 # %% auto #0
-__all__ = ['short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of', 'class_prompts', 'Grid',
-           'grid_positions', 'make_grid', 'union_grid', 'zoo_grids', 'sub_grid']
+__all__ = ['CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of',
+           'class_prompts', 'Grid', 'grid_positions', 'make_grid', 'union_grid', 'zoo_grids', 'sub_grid']
 
 # %% ../nbs/02a_grids.ipynb #98cc5413
 def short_hash(data: bytes | str, n: int = 16) -> str:
@@ -171,11 +171,22 @@ def union_grid(grids: Sequence[Grid], task: str | None = None) -> Grid:
                 classnames=names, sources=[g.task for g in grids])
 
 # %% ../nbs/02a_grids.ipynb #def816f6
-def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0) -> dict:
+CORPUS_SEED = 4242   # the caption-corpus sample of a grid's corpus rows (not a fine-tune's distillation sample)
+
+def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0, corpus: torch.Tensor | None = None) -> dict:
     """{task name: Grid}: each task's `n_probes` own probes (`make_grid`; tasks by name or as TaskData), then `n_context`
-    unlabeled training images of every other task, drawn past that task's own probes; the task's own prompts."""
+    unlabeled training images of every other task, drawn past that task's own probes, then the unlabeled inputs
+    `corpus` (uint8, shaped as the tasks' inputs); the task's own prompts."""
     n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each other task (0: none)')
     datas = list({d.name: d for d in (_resolve_task(t, 'train') for t in tasks)}.values())
+    if corpus is not None:
+        corpus = check_images(corpus, 'corpus')
+        if corpus.shape[1:] != datas[0].images.shape[1:]:
+            raise ValueError(f"corpus inputs are shaped {tuple(corpus.shape[1:])}, the tasks' {tuple(datas[0].images.shape[1:])}: "
+                             "pass the caption corpus of the tasks' own world")
+        grids = zoo_grids(datas, n_probes, seed, n_context)
+        return {t: Grid(task=t, images=torch.cat([g.images, corpus]), prompts=g.prompts, classnames=g.classnames,
+                        probe_index=g.probe_index, seed=g.seed, sources=g.sources) for t, g in grids.items()}
     if not n_context or len(datas) < 2: return {d.name: make_grid(d, n_probes, seed) for d in datas}
     short = [f'{d.name} ({len(d.images)})' for d in datas if len(d.images) < n_probes + n_context]
     if short: raise ValueError(f"n_probes + n_context = {n_probes + n_context} is more than the training split of {short}: "

@@ -170,7 +170,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
                                  ridge_floor='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
-    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60),   # the audio zoo shipped in the package
+    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 

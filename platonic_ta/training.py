@@ -11,6 +11,7 @@ from . import world
 from .guards import check_count
 from .families import FinetuneConfig, finetune_recipe, family_spec, create_family_model, check_task_prompts
 from .encoders import DualEncoder, family_encoder, class_embeddings
+from .heads import image_tower
 from .qkv import expose_qkv
 from .lora import add_adapter, merge_adapter, adapter_tensors
 
@@ -89,20 +90,20 @@ def finetune_logit_scale(enc) -> float:
 
 
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
-             progress: bool = True, config: FinetuneConfig | dict | None = None, **overrides) -> tuple:
+             progress: bool = True, config: FinetuneConfig | dict | None = None, source=world, **overrides) -> tuple:
     "LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses)."
     cfg = FinetuneConfig.of(config, finetune_recipe(base.name)).replace(**overrides, **({} if steps is None else {'steps': steps}))
-    check_task_prompts(base.tokenizer, task)
-    data = world.load_task(task, 'train', n_train)
+    check_task_prompts(base.tokenizer, task, source)
+    data = source.load_task(task, 'train', n_train)
     dev = base.device                                           # the loss is float32 on the model's device
     T = class_embeddings(base, data.classnames, data.templates).to(dev)
     labels = data.labels.to(dev)
     enc = copy.deepcopy(base)
     if cfg.distill > 0:
-        keep_x = world.caption_corpus(cfg.distill_n, seed=DISTILL_SEED)[0]
+        keep_x = source.caption_corpus(cfg.distill_n, seed=DISTILL_SEED)[0]
         keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1).to(dev)
         Q = torch.linalg.qr(T.T).Q                              # orthonormal basis of the task's class directions
-    expose_qkv(enc.model.visual)
+    expose_qkv(image_tower(enc.model))
     pm = add_adapter(enc.model, cfg.rank, cfg.alpha, seed)
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)

@@ -169,7 +169,7 @@ def test_load_clap_refuses_folders_without_safetensors(tmp_path):
 
 
 def test_shipped_audio_zoo_is_todays_and_loads():
-    from platonic_ta.audio_zoo import shipped_audio_zoo_dir, get_audio_zoo, AUDIO_FAMILIES, AUDIO_FINETUNE
+    from platonic_ta.audio_zoo import shipped_audio_zoo_dir, get_audio_zoo, AUDIO_FAMILIES, audio_recipe
     from platonic_ta.zoo import load_artifact, base_path, ft_path
     d = shipped_audio_zoo_dir()
     man = json.loads((d / 'MANIFEST.json').read_text())
@@ -182,7 +182,7 @@ def test_shipped_audio_zoo_is_todays_and_loads():
     assert Z.families == list(AUDIO_FAMILIES) and Z.tasks == EDIT
     for f in Z.families:
         assert load_artifact(base_path(d, f))[1]['steps'] == AUDIO_FAMILIES[f].steps
-        want = json.loads(json.dumps({**AUDIO_FINETUNE, **AUDIO_FAMILIES[f].finetune}))
+        want = json.loads(json.dumps(audio_recipe(f)))
         for t in Z.tasks:
             for s in man['seeds']: assert load_artifact(ft_path(d, f, t, s))[1]['finetune'] == want
     base = Z.base(Z.families[-1])

@@ -46,9 +46,9 @@ SMOKE = {
 # heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
 # scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
-              'audio.certified_changed']
+              'audio.certified_changed', 'audio.ridge_floor']
 SLOW_SMOKE = {
-    '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2), AUDIO_KEYS),
+    '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2, n_context=4, n_corpus=16), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
     '08b_audio_world.ipynb': (dict(n_speed=200), ['audio_world.clips_per_s', 'audio_world.n_tasks', 'audio_world.n_controls']),
     '08c_audio_frontend.ipynb': ({}, []),

@@ -6,8 +6,8 @@ Example: .venv/bin/python tools/calibrate_audio.py FAMILY try1 '{"events": 0.1}'
 import sys, time, json, torch
 torch.set_num_threads(1)
 from platonic_ta import audio_world
-from platonic_ta.audio_zoo import AUDIO_FAMILIES, pretrain_audio, finetune_audio, audio_accuracy
-from platonic_ta.encoders import linear_probe_accuracy
+from platonic_ta.audio_zoo import AUDIO_FAMILIES, pretrain_audio, finetune_audio
+from platonic_ta.encoders import linear_probe_accuracy, zero_shot_accuracy
 
 if __name__ == '__main__':
     from pathlib import Path
@@ -31,14 +31,14 @@ if __name__ == '__main__':
           f'loss {losses[0]:.2f} -> {sum(losses[-50:]) / 50:.3f}', flush=True)
     test = {t: audio_world.load_task(t, 'test', 400) for t in audio_world.list_tasks()}
     for t in audio_world.list_tasks():
-        zs = audio_accuracy(enc, test[t])
+        zs = zero_shot_accuracy(enc, test[t])
         pr = linear_probe_accuracy(enc, audio_world.load_task(t, 'train', 800), test[t])
         print(f'{fam} {tag} {t:8s} chance {1 / len(test[t].classnames):.2f} zero-shot {zs:.3f} probe {pr:.3f}', flush=True)
     ctl = [t for t in audio_world.list_tasks() if t not in ft_tasks]
-    before = {c: audio_accuracy(enc, test[c]) for c in ctl}
+    before = {c: zero_shot_accuracy(enc, test[c]) for c in ctl}
     for t in ft_tasks:
         t1 = time.time()
         ft = finetune_audio(enc, t, progress=False)[0]
-        after = {c: audio_accuracy(ft, test[c]) for c in ctl}
-        print(f'{fam} {tag} ft {t}: {audio_accuracy(enc, test[t]):.3f} -> {audio_accuracy(ft, test[t]):.3f} '
+        after = {c: zero_shot_accuracy(ft, test[c]) for c in ctl}
+        print(f'{fam} {tag} ft {t}: {zero_shot_accuracy(enc, test[t]):.3f} -> {zero_shot_accuracy(ft, test[t]):.3f} '
               f'others move ' + ' '.join(f'{c} {100 * (after[c] - before[c]):+.1f}' for c in ctl) + f' ({time.time() - t1:.0f}s)', flush=True)
