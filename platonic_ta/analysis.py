@@ -26,9 +26,9 @@ from .metrics import read_metrics
 # %% auto #0
 __all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep', 'retention_rows',
            'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present', 'heldout_split',
-           'floored_ridge_grid', 'resolve_ridge_floor', 'own_edit_gain', 'heldout_ridge_floor', 'zoo_bank', 'zoo_banks',
-           'weight_space_sum', 'cell_rows', 'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain',
-           'own_vs_null', 'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy',
+           'floored_ridge_grid', 'resolve_ridge_floor', 'own_edit_gain', 'heldout_ridge_floor', 'harmless_ridge_floor',
+           'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows', 'median_retention', 'null_retention', 'zoo_cells',
+           'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy',
            'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04d_analysis.ipynb #86ac400f
@@ -217,6 +217,15 @@ def heldout_ridge_floor(rows: Sequence[Mapping]) -> float:
     rows = list(rows)
     if not rows: raise ValueError("no ridge floor was scored: pass one row per floor (own_edit_gain of its own rows)")
     return max(rows, key=lambda r: r['own_gain'] + r['own_control'])['floor']
+
+def harmless_ridge_floor(rows: Sequence[Mapping]) -> float:
+    """The `floor` of the row (one per floor: `gain` and `control`, points, scored on held-out data) with the largest
+    `gain` among the floors whose mean `control` change is not negative; when every floor costs the controls, the
+    floor that costs them least."""
+    rows = list(rows)
+    if not rows: raise ValueError("no ridge floor was scored: pass one row per floor with its gain and control change")
+    harmless = [r for r in rows if r['control'] >= 0]
+    return (max(harmless, key=lambda r: r['gain']) if harmless else max(rows, key=lambda r: r['control']))['floor']
 
 # %% ../nbs/04d_analysis.ipynb #53ec5abc
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),

@@ -129,7 +129,7 @@ AUDIO_FAMILIES = {f.name: f for f in [
                     frontend=FrontEnd(layout='clap'), seed=13,
                     about="transformers' CLAP: HTSAT audio tower (Swin, 3 stages, width 32-128), RoBERTa text tower"),
 ]}
-AUDIO_FINETUNE = dict(steps=120, batch=32, lr=1e-2, rank=4, alpha=8.0, distill=2.0, distill_n=512, n_train=None)  # n_train None: the whole split
+AUDIO_FINETUNE = dict(steps=120, batch=32, lr=1e-2, rank=4, alpha=8.0, distill=6.0, distill_n=512, n_train=None)  # n_train None: the whole split
 
 def _family(name) -> AudioFamilySpec:
     if isinstance(name, AudioFamilySpec): return name
