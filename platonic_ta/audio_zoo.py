@@ -354,7 +354,7 @@ def shipped_audio_zoo_dir() -> Path:
 
 AUDIO_SHIP_LIMIT_MB = 15   # the package carries at most this much audio zoo
 
-def ship_audio_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_audio_zoo(workers=3)') -> Path:
+def ship_audio_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_audio_zoo(workers=2)') -> Path:
     "Copy a complete audio zoo of today's recipe (bases and `seeds` fine-tunes, each verified) into the package, with a manifest."
     import shutil
     src, dest = Path(src), Path(dest) if dest else shipped_audio_zoo_dir()
