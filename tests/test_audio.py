@@ -195,3 +195,21 @@ def test_ship_audio_zoo_refuses_an_incomplete_zoo(tmp_path):
     from platonic_ta.audio_zoo import ship_audio_zoo
     with pytest.raises(FileNotFoundError, match='not a complete audio zoo'): ship_audio_zoo(tmp_path / 'az', dest=tmp_path / 'out')
     assert not (tmp_path / 'out').exists()
+
+
+def test_audio_grids_take_corpus_rows_and_held_out_clips():
+    "Context grids with caption-corpus rows, and a held-out split that leaves out every clip a grid holds, on audio tasks."
+    from platonic_ta.grids import zoo_grids, CORPUS_SEED
+    from platonic_ta.analysis import heldout_split
+    tasks = [audio_world.load_task(t, 'train') for t in EDIT[:2]]
+    corpus = audio_world.caption_corpus(6, seed=CORPUS_SEED)[0]
+    grids = zoo_grids(tasks, 8, 0, 3, corpus=corpus)
+    for t, g in grids.items():
+        assert g.N == 8 + 3 + 6 and torch.equal(g.images[-6:], corpus) and g.probe_index is not None
+    with pytest.raises(ValueError, match="the tasks'"): zoo_grids(tasks, 8, corpus=torch.zeros(2, 3, 32, 32, dtype=torch.uint8))
+    ho = heldout_split(EDIT[0], list(grids.values()), 20, source=audio_world)
+    assert isinstance(ho, audio_world.AudioTaskData) and len(ho) == 20
+    held = {h for g in grids.values() for h in g.probe_hashes}
+    from platonic_ta.grids import image_hashes
+    assert not held & set(image_hashes(ho.images))
+    with pytest.raises(KeyError, match='unknown audio task'): heldout_split('shapes', source=audio_world)
