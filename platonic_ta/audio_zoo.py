@@ -179,7 +179,7 @@ def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = N
 def audio_recipe(family=None, **changes) -> dict:
     """The settings of an audio fine-tune as the zoo's files record them: `AUDIO_FINETUNE`, the family's overrides,
     then `changes`; every setting but `n_train` (training clips, None: the whole split) checked as a `FinetuneConfig`."""
-    f = AUDIO_FAMILIES.get(family.name if isinstance(family, AudioFamilySpec) else family)
+    f = family if isinstance(family, AudioFamilySpec) else AUDIO_FAMILIES.get(family)
     cfg = {**AUDIO_FINETUNE, **(f.finetune if f else {}), **changes}
     if unknown := set(cfg) - set(AUDIO_FINETUNE) - set(FINETUNE):
         raise KeyError(f'unknown fine-tune settings {sorted(unknown)}; the settings are {sorted(set(AUDIO_FINETUNE) | set(FINETUNE))}')

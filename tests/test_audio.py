@@ -213,3 +213,16 @@ def test_audio_grids_take_corpus_rows_and_held_out_clips():
     from platonic_ta.grids import image_hashes
     assert not held & set(image_hashes(ho.images))
     with pytest.raises(KeyError, match='unknown audio task'): heldout_split('shapes', source=audio_world)
+
+
+def test_audio_recipe_reads_a_family_s_own_overrides():
+    "The recorded settings: the audio defaults, then a family's overrides (a registered name or a spec), then changes."
+    from platonic_ta.audio_zoo import audio_recipe, AUDIO_FINETUNE, AUDIO_FAMILIES
+    import dataclasses
+    spec = dataclasses.replace(AUDIO_FAMILIES['cnn_rn16'], name='mine', finetune=dict(steps=7, distill=1.5))
+    r = audio_recipe(spec, lr=3e-3)
+    assert (r['steps'], r['distill'], r['lr'], r['batch'], r['n_train']) == (7, 1.5, 3e-3, AUDIO_FINETUNE['batch'], None)
+    assert audio_recipe('cnn_rn16')['steps'] == {**AUDIO_FINETUNE, **AUDIO_FAMILIES['cnn_rn16'].finetune}['steps']
+    assert audio_recipe(None, n_train=64)['n_train'] == 64 and 'off_task' in audio_recipe()
+    with pytest.raises(KeyError, match='unknown fine-tune settings'): audio_recipe(None, stpes=3)
+    with pytest.raises(ValueError, match='out of range'): audio_recipe(None, rank=0)
