@@ -8,7 +8,8 @@ import hashlib, os, tempfile
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'file_sha256', 'cache_root']
+__all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair', 'file_sha256',
+           'cache_root']
 
 # %% ../nbs/00c_io.ipynb #7018dea7
 def publish(tmp, path, overwrite: bool) -> None:
@@ -59,6 +60,16 @@ def pair_paths(path) -> tuple[Path, Path]:
     p = Path(path)
     if p.suffix in ('.safetensors', '.json'): p = p.with_suffix('')
     return p.parent / (p.name + '.safetensors'), p.parent / (p.name + '.json')
+
+def check_pair(st: Path, js: Path, what: str, make: str, remedy: str) -> None:
+    """`FileNotFoundError` unless both files of a pair exist: with neither, it says how to `make` one; with one, that
+    the save was cut short and to delete the other and `remedy`."""
+    if not st.exists() and not js.exists():
+        raise FileNotFoundError(f"no {what} at {st.with_suffix('')} (expected {st.name} and {js.name}): {make}")
+    for miss, other in ((st, js), (js, st)):
+        if not miss.exists():
+            raise FileNotFoundError(f"{what} at {st.with_suffix('')} is incomplete: {miss.name} is missing (an "
+                                    f"interrupted save?); delete {other.name} and {remedy}")
 
 def file_sha256(path) -> str:
     "sha256 of a file's bytes (read in 1 MiB chunks)."

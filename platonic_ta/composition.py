@@ -15,7 +15,7 @@ from .grids import Grid
 from .cache import EmbeddingCache, read_safetensors, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope, prompt_embeddings
-from ._io import save_safetensors, atomic_write_text, pair_paths
+from ._io import save_safetensors, atomic_write_text, pair_paths, check_pair
 from .factorization import (GridFactors, select_ridges, fold_operator, embedding_route_features,
                                        head_route_features, base_weights_hash, edit_record, EditStackError)
 from .guards import check_number, refuse_existing, check_kind, json_digest, few
@@ -322,13 +322,8 @@ class _BankDisk(_BankGrids):
         st, js = pair_paths(path)
         check_kind(st, 'operator bank')
         fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
-        if not st.exists() and not js.exists():
-            raise FileNotFoundError(f"no operator bank at {st.with_suffix('')} (expected {st.name} and {js.name}): build "
-                                    f"one with OperatorBank.build(target, grids, descriptors) and .save(path)")
-        for miss, other in ((js, st), (st, js)):
-            if not miss.exists():
-                raise FileNotFoundError(f"operator bank at {st.with_suffix('')} is incomplete: {miss.name} is missing (an "
-                                        f"interrupted save?); delete {other.name} and rebuild the bank")
+        check_pair(st, js, 'operator bank', 'build one with OperatorBank.build(target, grids, descriptors) and .save(path)',
+                   'rebuild the bank')
         try: man = json.loads(js.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as e: raise BankError(f"{js} is not valid JSON ({e}); {fix}") from e
         if not isinstance(man, dict) or man.get('format') != _FORMAT:

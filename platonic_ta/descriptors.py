@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .encoders import digest_scope
-from ._io import atomic_write_text, save_safetensors, pair_paths, cache_root
+from ._io import atomic_write_text, save_safetensors, pair_paths, check_pair, cache_root
 from .guards import check_seed, check_kind, refuse_existing, json_digest, few
 from .grids import Grid, grid_hash_of, grid_positions
 from .cache import EmbeddingCache, CacheCorruptionWarning, read_safetensors, tensor_checksum
@@ -142,13 +142,8 @@ def load(cls: Descriptor, path) -> 'Descriptor':
     "Read a descriptor written by `save`; clear errors for missing, mismatched or damaged files."
     st, js = pair_paths(path)
     check_kind(st, 'descriptor')
-    if not st.exists() and not js.exists():
-        raise FileNotFoundError(f"no descriptor at {st.with_suffix('')}: expected {st.name} and {js.name}; compute it with "
-                                f"Descriptor.from_encoders(ft, base, grid) and .save(path)")
-    for miss, other in ((st, js), (js, st)):
-        if not miss.exists():
-            raise FileNotFoundError(f"descriptor at {st.with_suffix('')} is incomplete: {miss.name} is missing (an "
-                                    f"interrupted save?); delete {other.name} and recompute the descriptor")
+    check_pair(st, js, 'descriptor', 'compute it with Descriptor.from_encoders(ft, base, grid) and .save(path)',
+               'recompute the descriptor')
     fix = f"delete {st.name} and {js.name} and recompute the descriptor"
     try: man = json.loads(js.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

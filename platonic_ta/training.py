@@ -46,24 +46,21 @@ def contrastive_loss(zi, zt, logit_scale, logit_bias=None, kind='clip'):
     return (F.cross_entropy(logits, y) + F.cross_entropy(logits.T, y)) / 2
 
 def contrastive_train(enc, inputs, toks, steps: int, batch: int, lr: float, seed: int, kind: str = 'clip',
-                      scheduler=None, progress: bool = True, desc: str = 'pretrain') -> list:
+                      progress: bool = True, desc: str = 'pretrain') -> list:
     """Train all of `enc.model` contrastively on (`inputs`, `toks`) pairs: AdamW (weight decay 0.05), `batch` pairs a
-    step drawn with a generator seeded `seed`; the learning rate is `lr_factor`'s warmup-cosine from `lr`, or the torch
-    scheduler `scheduler(opt)` makes (stepped after each step). The loss curve; the model is left in eval mode."""
+    step drawn with a generator seeded `seed`; the learning rate is `lr_factor`'s warmup-cosine from `lr`. The loss
+    curve; the model is left in eval mode."""
     m = enc.model.train()
     opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.05)
-    sched = scheduler(opt) if scheduler is not None else None
     g = torch.Generator().manual_seed(seed)
     losses = []
     for step in tqdm(range(steps), desc=desc, disable=not progress, mininterval=2):
         idx = torch.randint(0, len(inputs), (batch,), generator=g)
-        if sched is None:
-            for grp in opt.param_groups: grp['lr'] = lr_factor('cosine', step, steps, lr, warmup=0.06)
+        for grp in opt.param_groups: grp['lr'] = lr_factor('cosine', step, steps, lr, warmup=0.06)
         zi = m.encode_image(enc.preprocess(inputs[idx]))
         zt = m.encode_text(toks[idx])
         loss = contrastive_loss(zi, zt, m.logit_scale, getattr(m, 'logit_bias', None), kind)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-        if sched is not None: sched.step()
         losses.append(loss.item())
     m.eval()
     return losses
