@@ -218,14 +218,22 @@ def heldout_ridge_floor(rows: Sequence[Mapping]) -> float:
     if not rows: raise ValueError("no ridge floor was scored: pass one row per floor (own_edit_gain of its own rows)")
     return max(rows, key=lambda r: r['own_gain'] + r['own_control'])['floor']
 
-def harmless_ridge_floor(rows: Sequence[Mapping]) -> float:
+def harmless_ridge_floor(rows: Sequence[Mapping], max_negation_cost: float | None = None) -> float:
     """The `floor` of the row (one per floor: `gain` and `control`, points, scored on held-out data) with the largest
-    `gain` among the floors whose mean `control` change is not negative; when every floor costs the controls, the
-    floor that costs them least."""
+    `gain` among the admissible floors: mean `control` change not negative and, with `max_negation_cost` (points),
+    the row's `negation_cost` (what a negation costs the controls) at most that. When no floor is admissible, the
+    floor that overshoots least."""
     rows = list(rows)
     if not rows: raise ValueError("no ridge floor was scored: pass one row per floor with its gain and control change")
-    harmless = [r for r in rows if r['control'] >= 0]
-    return (max(harmless, key=lambda r: r['gain']) if harmless else max(rows, key=lambda r: r['control']))['floor']
+    if max_negation_cost is not None:
+        max_negation_cost = check_number(max_negation_cost, 'max_negation_cost', 0, hint='points the controls may lose')
+        bare = [r['floor'] for r in rows if 'negation_cost' not in r]
+        if bare: raise ValueError(f"floors {bare} have no negation_cost: score a negation at each floor, or pass "
+                                  "max_negation_cost=None")
+    over = lambda r: max(0.0, -r['control']) + (0.0 if max_negation_cost is None else
+                                                max(0.0, r['negation_cost'] - max_negation_cost))
+    harmless = [r for r in rows if over(r) == 0]
+    return (max(harmless, key=lambda r: r['gain']) if harmless else min(rows, key=over))['floor']
 
 # %% ../nbs/04d_analysis.ipynb #53ec5abc
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
