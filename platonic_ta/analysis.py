@@ -225,11 +225,15 @@ def harmless_ridge_floor(rows: Sequence[Mapping], max_negation_cost: float | Non
     floor that overshoots least."""
     rows = list(rows)
     if not rows: raise ValueError("no ridge floor was scored: pass one row per floor with its gain and control change")
+    keys = ('gain', 'control') + ('negation_cost',) * (max_negation_cost is not None)
     if max_negation_cost is not None:
         max_negation_cost = check_number(max_negation_cost, 'max_negation_cost', 0, hint='points the controls may lose')
         bare = [r['floor'] for r in rows if 'negation_cost' not in r]
         if bare: raise ValueError(f"floors {bare} have no negation_cost: score a negation at each floor, or pass "
                                   "max_negation_cost=None")
+    bad = [(r['floor'], k) for r in rows for k in keys if not math.isfinite(r[k])]
+    if bad: raise ValueError(f"(floor, figure) {few(bad, 6)} is not a finite number: score every floor on held-out "
+                             "data with at least one cell and one control")
     over = lambda r: max(0.0, -r['control']) + (0.0 if max_negation_cost is None else
                                                 max(0.0, r['negation_cost'] - max_negation_cost))
     harmless = [r for r in rows if over(r) == 0]
