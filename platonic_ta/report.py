@@ -104,6 +104,7 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.seed_sd_negation_l1', 'spread of a negation at λ = 1 across seeds (sd, points)', '±0.08'),
     ]),
     ('Audio–text encoders', '08_audio', [
+        ('audio.mean_gain_composed', 'the two composed tasks at α = 0.5, cross-model: mean gain (points)', '+2.0'),
         ('audio.gain_first', 'sound events (ESC-50-like) at α = 0.5, cross-model: gain (points)', '+1.66'),
         ('audio.gain_second', 'genres (GTZAN-like) at α = 0.5, cross-model: gain (points)', '+2.33'),
         ('audio.cells_first_rises_share', 'share of addition cells where sound events rise', '1 (every cell)'),
