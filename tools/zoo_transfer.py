@@ -1,0 +1,106 @@
+"""Transfer figures of a zoo (dev tool): fine-tune gains, pair addition, single-task retention, negation, agreement.
+
+Seed 0 only, one thread; grids of 1,000 probes with 125 context images of each other task (the demo's); 1,000 test
+images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control apart); single tasks at strength 1
+(median retention, by source, target and task); negation at λ = 0.5 and 1 (cross and own); descriptor cosines.
+Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
+import sys, itertools, time, statistics, torch
+from pathlib import Path
+from platonic_ta import world
+from platonic_ta.zoo import get_zoo
+from platonic_ta.cache import EmbeddingCache
+from platonic_ta.grids import zoo_grids
+from platonic_ta.descriptors import zoo_descriptors
+from platonic_ta.analysis import (zoo_banks, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
+                                  points, median_of, agreement_rows, cached_accuracy)
+
+def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
+    "Per family: fine-tune gain per task (points), tasks gaining 10 or more, the controls' mean cost."
+    for f in fams:
+        g, c = [], []
+        for t in Z.tasks:
+            ft = Z.finetune(f, t, 0, bases[f])
+            g.append(cached_accuracy(ft, sc[f], t, evals[t].images, cache) - sc[f].base[t])
+            c.append(mean_or_nan(sc[f].base[k] - cached_accuracy(ft, sc[f], k, evals[k].images, cache) for k in ctl))
+        print(f'{f}: fine-tune gain per task {[round(100 * x, 1) for x in g]} mean {100 * statistics.mean(g):.1f}; '
+              f'>= 10: {sum(x >= .1 for x in g)}; control cost mean {100 * statistics.mean(c):.2f} max {100 * max(c):.2f}')
+
+def pair_rows(Z, sc, ctl):
+    "Pairs at α = 0.5: cross-model cells, consensus and the own edit; the cost on each control apart."
+    pairs = list(itertools.combinations(Z.tasks, 2))
+    cells, raw = zoo_cells(sc, pairs, (0.5,), ctl, nulls=False)
+    single = [c for c in cells if c['source'] != 'consensus']; cons = [c for c in cells if c['source'] == 'consensus']
+    own = [r for r in raw if r['source'] == r['target']]
+    g2 = lambda cs: points(mean_or_nan((c['gain_a'] + c['gain_b']) / 2 for c in cs))
+    cost = lambda cs: -points(mean_or_nan(c['control_gain'] for c in cs))
+    print(f'pairs at α = 0.5: cross gain {g2(single):.2f} cost {cost(single):.2f}, both gain {mean_or_nan(c["both_gain"] for c in single):.3f}, '
+          f'retention {median_retention(single)[0]:.3f}; consensus gain {g2(cons):.2f}; own gain {g2(own):.2f} cost {cost(own):.2f}')
+    for k in ctl:
+        s1 = [c for c in zoo_cells(sc, pairs, (0.5,), [k], nulls=False)[0] if c['source'] != 'consensus']
+        print(f'  cross cost on {k}: {cost(s1):.2f}')
+
+def single_rows(Z, fams, sc):
+    "Each task alone at strength 1 from every other family and the consensus: median retention over cells."
+    st = []
+    for f in fams:
+        for t in Z.tasks:
+            gain = lambda s: sc[f].score({(s, t): 1.0}, tasks=[t])[t] - sc[f].base[t]
+            own = gain(f)
+            for s in [g for g in fams if g != f] + ['consensus']:
+                x = gain(s)
+                st.append(dict(target=f, source=s, task=t, gain=x, own=own, retention=x / own if own > .01 else float('nan')))
+    cr = [r for r in st if r['source'] != 'consensus']
+    print(f'single-task retention: cross {median_of(cr)[0]:.3f}, consensus {median_of([r for r in st if r["source"] == "consensus"])[0]:.3f}')
+    for f in fams:
+        print(f'  {f:<11} as source {median_of([r for r in cr if r["source"] == f])[0]:.2f}, as target {median_of([r for r in cr if r["target"] == f])[0]:.2f}')
+    for t in Z.tasks:
+        rs = [r for r in cr if r['task'] == t]
+        print(f'  {t:<8} own {points(mean_or_nan(r["own"] for r in rs)):5.1f} cross {points(mean_or_nan(r["gain"] for r in rs)):5.1f} retention {median_of(rs)[0]:.2f}')
+
+def negation_rows(Z, fams, sc, ctl):
+    "Every task negated from every other family and from the target itself, at λ = 0.5 and 1."
+    neg = []
+    for f in fams:
+        for t in Z.tasks:
+            for s in fams:
+                kind = 'own' if s == f else 'cross'
+                neg += [{'target': f, 'kind': kind, 'family': s, **r} for r in negation_sweep(sc[f], t, s, (0, 0.5, 1.0), controls=ctl)]
+    for lam in (0.5, 1.0):
+        n, o = negation_summary(neg, 'cross', lam), negation_summary(neg, 'own', lam)
+        print(f'negation at λ = {lam}: cross removes {n["drop_removed"]:.2f} for {n["drop_control"]:.2f}; own {o["drop_removed"]:.2f} for {o["drop_control"]:.2f}')
+    for t in Z.tasks:
+        n = negation_summary([r for r in neg if r['task'] == t], 'cross', 0.5)
+        print(f'  {t:<8} zero-shot {points(mean_or_nan(sc[f].base[t] for f in fams)):5.1f}: λ = 0.5 removes {n["drop_removed"]:5.2f} for {n["drop_control"]:5.2f}')
+
+if __name__ == '__main__':
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toolargs import tool_parser
+    ap = tool_parser(__doc__)
+    ap.add_argument('zoo', help="'full' (the built, else the shipped zoo) or a zoo folder")
+    ap.add_argument('floor', type=float, help='the ridge floor of every bank, e.g. 1e-8')
+    ap.add_argument('families', nargs='*', help='families to use (default: all the zoo holds; at least two)')
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    t0 = time.time()
+    Z = get_zoo(a.zoo, build=False, progress=False)
+    fams = a.families or Z.families
+    if unknown := [f for f in fams if f not in Z.families]: ap.error(f'families {unknown} are not in {Z.path}: it holds {Z.families}')
+    if len(fams) < 2: ap.error('cross-model figures need at least two families')
+    Z.families = fams
+    cache = EmbeddingCache(progress=False)
+    grids = zoo_grids(Z.tasks, 1000, 0, 125)
+    ZD = zoo_descriptors(Z, grids, cache, seeds=[0], progress=False)
+    ctl = [t for t in world.list_tasks(controls=True) if t not in Z.tasks]
+    evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
+    bases = {f: Z.base(f) for f in fams}
+    banks = zoo_banks(bases, grids, ZD, fams, a.floor, cache=cache)
+    sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
+    finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
+    pair_rows(Z, sc, ctl)
+    single_rows(Z, fams, sc)
+    negation_rows(Z, fams, sc, ctl)
+    ag, nt = agreement_rows(ZD, fams, Z.tasks), len(Z.tasks)
+    print('descriptor cosine between families (single / consensus) per task:',
+          {t: (round(mean_or_nan(ag[i * nt + j]['single'] for i in range(len(fams))), 3),
+               round(mean_or_nan(ag[i * nt + j]['consensus'] for i in range(len(fams))), 3)) for j, t in enumerate(Z.tasks)})
+    print(f'({time.time() - t0:.0f} s)')
