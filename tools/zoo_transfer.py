@@ -26,18 +26,20 @@ def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
               f'>= 10: {sum(x >= .1 for x in g)}; control cost mean {100 * statistics.mean(c):.2f} max {100 * max(c):.2f}')
 
 def pair_rows(Z, sc, ctl):
-    "Pairs at α = 0.5: cross-model cells, consensus and the own edit; the cost on each control apart."
+    "Pairs at α = 0.5: cross-model cells, consensus and the own edit; the cost on each control apart and their mean."
     pairs = list(itertools.combinations(Z.tasks, 2))
-    cells, raw = zoo_cells(sc, pairs, (0.5,), ctl, nulls=False)
+    runs = {k: zoo_cells(sc, pairs, (0.5,), [k], nulls=False) for k in ctl}   # one control each: the gains do not depend on it
+    cells, raw = runs[ctl[0]]
     single = [c for c in cells if c['source'] != 'consensus']; cons = [c for c in cells if c['source'] == 'consensus']
     own = [r for r in raw if r['source'] == r['target']]
     g2 = lambda cs: points(mean_or_nan((c['gain_a'] + c['gain_b']) / 2 for c in cs))
     cost = lambda cs: -points(mean_or_nan(c['control_gain'] for c in cs))
-    print(f'pairs at α = 0.5: cross gain {g2(single):.2f} cost {cost(single):.2f}, both gain {mean_or_nan(c["both_gain"] for c in single):.3f}, '
-          f'retention {median_retention(single)[0]:.3f}; consensus gain {g2(cons):.2f}; own gain {g2(own):.2f} cost {cost(own):.2f}')
-    for k in ctl:
-        s1 = [c for c in zoo_cells(sc, pairs, (0.5,), [k], nulls=False)[0] if c['source'] != 'consensus']
-        print(f'  cross cost on {k}: {cost(s1):.2f}')
+    cross_cost = {k: cost([c for c in runs[k][0] if c['source'] != 'consensus']) for k in ctl}
+    own_cost = mean_or_nan(cost([r for r in runs[k][1] if r['source'] == r['target']]) for k in ctl)
+    print(f'pairs at α = 0.5: cross gain {g2(single):.2f} cost {mean_or_nan(cross_cost.values()):.2f}, both gain '
+          f'{mean_or_nan(c["both_gain"] for c in single):.3f}, retention {median_retention(single)[0]:.3f}; consensus gain '
+          f'{g2(cons):.2f}; own gain {g2(own):.2f} cost {own_cost:.2f}')
+    for k, v in cross_cost.items(): print(f'  cross cost on {k}: {v:.2f}')
 
 def single_rows(Z, fams, sc):
     "Each task alone at strength 1 from every other family and the consensus: median retention over cells."
@@ -64,7 +66,7 @@ def negation_rows(Z, fams, sc, ctl):
         for t in Z.tasks:
             for s in fams:
                 kind = 'own' if s == f else 'cross'
-                neg += [{'target': f, 'kind': kind, 'family': s, **r} for r in negation_sweep(sc[f], t, s, (0, 0.5, 1.0), controls=ctl)]
+                neg += [{'target': f, 'kind': kind, 'family': s, **r} for r in negation_sweep(sc[f], t, s, (0.5, 1.0), controls=ctl)]
     for lam in (0.5, 1.0):
         n, o = negation_summary(neg, 'cross', lam), negation_summary(neg, 'own', lam)
         print(f'negation at λ = {lam}: cross removes {n["drop_removed"]:.2f} for {n["drop_control"]:.2f}; own {o["drop_removed"]:.2f} for {o["drop_control"]:.2f}')
