@@ -78,9 +78,11 @@ def check_coeff(c, key) -> float:
 # %% ../nbs/04_composition.ipynb #4847e958
 class _BankIndex:
     "The store under `OperatorBank`: operators by key, their grids, inspection, key and coefficient checks."
-    def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None):
+    def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None, center: bool = False):
         if route not in ROUTES: raise ValueError(f"route={route!r}: one of {ROUTES}")
+        if not isinstance(center, bool): raise TypeError(f'center must be True or False, got {center!r}')
         self.target_id, self.route, self.shape, self.dtype = dict(target_id), route, tuple(shape), dtype
+        self.center = center                   # every operator fits the class-centred descriptor (see 03_factorization)
         self._target = None
         self.target = target                   # the target encoder, when in memory (not saved); checked on assignment
         self._checksum = None                  # the bank's identity: checksum of its operators (see `identity`)
@@ -116,7 +118,8 @@ class _BankIndex:
 
     def __repr__(self):
         return (f"OperatorBank(target={self.target_id['name']!r}, route={self.route!r}, Θ {self.shape[0]}×{self.shape[1]}, "
-                f"{len(self)} operators: sources {self.sources}, tasks {self.tasks}, {len(self.grids)} grids)")
+                f"{len(self)} operators: sources {self.sources}, tasks {self.tasks}, {len(self.grids)} grids"
+                f"{', class-centred' if self.center else ''})")
 
     def _norm(self, key) -> tuple:
         if not (isinstance(key, tuple) and len(key) in (2, 3) and all(isinstance(x, str) for x in key)):
@@ -301,7 +304,7 @@ class _BankDisk(_BankGrids):
         tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
         return dict(format=_FORMAT, format_version=1, library_version=__version__, target=self.target_id,
                     route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
-                    grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
+                    center=self.center, grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
                     checksum=tensor_checksum(tensors)), tensors
 
     def save(self, path, overwrite: bool = False) -> Path:
@@ -336,7 +339,8 @@ class _BankDisk(_BankGrids):
             raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
                             f"by hand); {fix}")
         try:
-            bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']))
+            bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']),
+                       center=man.get('center', False))   # banks saved before the setting existed are plain
             bank.grids = {h: dict(v) for h, v in man['grids'].items()}
             for s, t, h, name in man['keys']:
                 if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
@@ -354,19 +358,19 @@ class OperatorBank(_BankDisk):
     "Operators `Θ_{(source, task)}` of one target, per grid; signed sums, folding, save/load, fast scoring."
     # --- construction ---------------------------------------------------------------------------------------
     @classmethod
-    def for_target(cls, target, route: str = 'auto', dtype=torch.float64) -> 'OperatorBank':
-        "An empty bank for `target` (fill it with `add`)."
+    def for_target(cls, target, route: str = 'auto', dtype=torch.float64, center: bool = False) -> 'OperatorBank':
+        "An empty bank for `target` (fill it with `add`); `center`: solve class-centred (see `03_factorization`)."
         route = _resolve_route(target, route)
         ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
         shape = (ll.d, ll.k + 1) if route == 'head' else (ll.d, ll.d)
-        return cls(_target_id(target), route, shape, dtype, target)
+        return cls(_target_id(target), route, shape, dtype, target, center=center)
 
     @classmethod
     @digest_scope()
     def build(cls, target, grids, descriptors: Mapping, ridges='auto', route: str = 'auto',
-              cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64) -> 'OperatorBank':
+              cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64, center: bool = False) -> 'OperatorBank':
         "Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; see the section text."
-        bank = cls.for_target(target, route, dtype)
+        bank = cls.for_target(target, route, dtype, center)
         bank.add(descriptors, grids=grids, ridges=ridges, cache=cache, ridge_grid=ridge_grid)
         return bank
 
@@ -391,7 +395,7 @@ class OperatorBank(_BankDisk):
                     raise BankError("this bank has no target in memory (bank.target is None): set bank.target to the "
                                     f"encoder it was built for ({self.target_id['name']}) before adding descriptors")
                 F, T = _grid_features(self.target, table[h], self.route, cache, self.dtype)
-                gf = GridFactors(F, T)
+                gf = GridFactors(F, T, self.center)
                 self._factors[h], self._grid_objs[h] = gf, table[h]
             U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
             if h in self.grids and self.grids[h].get('ridge_f') is not None:
@@ -408,7 +412,7 @@ class OperatorBank(_BankDisk):
                 spec = self._ridges_for(h, table[h].task, ridges)
                 if spec == 'auto':
                     F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
-                    sel = select_ridges(F0, gf.T_hat, U, grid=ridge_grid)
+                    sel = select_ridges(F0, gf.T_hat, U, grid=ridge_grid, center=self.center)
                     self.selections[h] = sel
                     rf, rt, how = sel.ridge_f, sel.ridge_t, 'auto'
                 else: (rf, rt), how = spec, 'given'

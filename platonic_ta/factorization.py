@@ -14,7 +14,7 @@ from .guards import check_number, check_count, check_seed, check_alloc, refuse_e
 from ._io import atomic_write
 
 # %% auto #0
-__all__ = ['as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'GridFactors', 'solve_operator',
+__all__ = ['as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors', 'solve_operator',
            'embedding_route_features', 'head_route_features', 'RidgeSelection', 'select_ridges', 'plot_ridge_sweep',
            'EditRecordError', 'EditStackError', 'weights_hash_of', 'edit_record', 'base_weights_hash', 'check_stack',
            'record_edit', 'fold_operator', 'save_edited', 'load_edited', 'fold_rel_err']
@@ -98,20 +98,32 @@ def _check_U(U, N: int, M: int, device):
     return U.to(device), as_np
 
 # %% ../nbs/03_factorization.ipynb #e6053ec8
+def class_centred(T):
+    "`T̂_c = T̂ − mean of its rows`: unit prompt embeddings (M×d) centred over the classes."
+    T = as_tensor(T, 'T')
+    return T - T.mean(dim=-2, keepdim=True)
+
+# %% ../nbs/03_factorization.ipynb #3c887575
 class GridFactors:
-    "Thin SVDs of target features `F` (N×k) and unit prompt embeddings `T̂` (M×d) for one (target, grid)."
-    def __init__(self, F, T):
+    """Thin SVDs of target features `F` (N×k) and unit prompt embeddings `T̂` (M×d) for one (target, grid); with
+    `center`, of `T̂` centred over its rows (the solve then fits only the differences between a probe's classes)."""
+    def __init__(self, F, T, center: bool = False):
+        if not isinstance(center, bool): raise TypeError(f'center must be True or False, got {center!r}')
         self._numpy = isinstance(F, np.ndarray) and isinstance(T, np.ndarray)
         F, self.T_hat = _prep_FT(F, T)
+        self.center = center
         self.Pf, self.Sf, self.Qf = svd_factors(F)
-        self.Pt, self.St, self.Qt = svd_factors(self.T_hat)
+        self.Pt, self.St, self.Qt = svd_factors(class_centred(self.T_hat) if center else self.T_hat)
+        if center:   # centred prompts have rank M − 1: drop the direction of all ones (singular value ~ rounding)
+            keep = self.St > self.St.max() * max(self.T_hat.shape) * torch.finfo(self.St.dtype).eps * 10
+            self.Pt, self.St, self.Qt = self.Pt[:, keep], self.St[keep], self.Qt[:, keep]
         self.N, self.k = F.shape
         self.M, self.d = self.T_hat.shape
         self.dtype, self.device = F.dtype, F.device
 
     def __repr__(self):
         return (f"GridFactors(N={self.N}, k={self.k}, M={self.M}, d={self.d}, dtype={self.dtype}, "
-                f"ranks f/t={len(self.Sf)}/{len(self.St)})")
+                f"ranks f/t={len(self.Sf)}/{len(self.St)}{', class-centred' if self.center else ''})")
 
     def filters(self, ridge_f=1e-2, ridge_t=1e-2):
         "`(φ_f, φ_t)`: the two filtered spectra, ridges relative to each factor's largest squared singular value."
@@ -123,7 +135,7 @@ class GridFactors:
         return _check_U(U, self.N, self.M, self.device)
 
     def solve(self, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None):
-        "Θ (d×k, or ...×d×k for a stack of U) minimising the ridge-filtered `‖F Θᵀ T̂ᵀ − U‖`."
+        "Θ (d×k, or ...×d×k for a stack of U) minimising the ridge-filtered `‖F Θᵀ T̂ᵀ − U‖` (centred: `‖F Θᵀ T̂_cᵀ − U_c‖`)."
         U, as_np = self._check_U(U)
         dtype = torch.promote_types(self.dtype, U.dtype)
         ff, ft = (f.to(dtype) for f in self.filters(ridge_f, ridge_t))
@@ -143,9 +155,9 @@ def _rank_cap(theta: torch.Tensor, rank: int) -> torch.Tensor:
     return (P[..., :r] * S[..., None, :r]) @ Qh[..., :r, :]
 
 # %% ../nbs/03_factorization.ipynb #86527bb2
-def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None):
+def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None, center: bool = False):
     "Θ (d×k) with `F Θᵀ T̂ᵀ ≈ U`: `Q_t φ_{ρ_t}(S_t) P_tᵀ Uᵀ P_f φ_{ρ_f}(S_f) Q_fᵀ`, `ρ = r·max(S)²`, as derived below."
-    return GridFactors(F, T).solve(U, ridge_f, ridge_t, rank=rank)
+    return GridFactors(F, T, center).solve(U, ridge_f, ridge_t, rank=rank)
 
 # %% ../nbs/03_factorization.ipynb #5b84352e
 def embedding_route_features(z):
@@ -183,8 +195,9 @@ class RidgeSelection(NamedTuple):
     grid_t: tuple
 
 # %% ../nbs/03_factorization.ipynb #73325c15
-def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: int = 0) -> RidgeSelection:
-    "Pick `(ridge_f, ridge_t)` minimising the held-out descriptor reconstruction error; no labels needed."
+def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: int = 0,
+                  center: bool = False) -> RidgeSelection:
+    "Pick `(ridge_f, ridge_t)` minimising the held-out descriptor reconstruction error (centred: of `U_c`); no labels needed."
     grid_f = tuple(float(r) for r in (np.logspace(-8, 0, 9) if grid is None else grid))
     grid_t = grid_f if grid_t is None else tuple(float(r) for r in grid_t)
     if not grid_f or not grid_t: raise ValueError("the ridge grids must not be empty: pass e.g. np.logspace(-8, 0, 9)")
@@ -198,7 +211,7 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     U, _ = _check_U(U, N, T_hat.shape[0], F0.device)
     perm = torch.randperm(N, generator=torch.Generator().manual_seed(seed)).to(F0.device)
     fit, ho = perm[n_ho:], perm[:n_ho]
-    fac = GridFactors(F0[fit], T_hat)                  # SVD of the fit part, once for the whole grid
+    fac = GridFactors(F0[fit], T_hat, center)          # SVD of the fit part, once for the whole grid
     dtype = torch.promote_types(fac.dtype, U.dtype)
     U = U.to(dtype)
     Pf, Sf, Qf, Pt, St, Qt = (x.to(dtype) for x in (fac.Pf, fac.Sf, fac.Qf, fac.Pt, fac.St, fac.Qt))
@@ -206,6 +219,7 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     G = F0.to(dtype)[ho] @ Qf                         # n_ho × r_f
     H = Pt * St                                        # T̂ Q_t = P_t S_t: M × r_t
     U_ho = U[..., ho, :]
+    if center: U_ho = U_ho - U_ho.mean(-1, keepdim=True)   # what a class-centred fit can reproduce
     scale = torch.linalg.vector_norm(U_ho).clamp_min(torch.finfo(dtype).tiny)
     n_stack = math.prod(U.shape[:-2])
     check_alloc(3 * n_stack * len(grid_t) * n_ho * U.shape[-1] * U.element_size(), 'select_ridges',

@@ -12,8 +12,8 @@ from . import world
 from .guards import check_count, check_number, check_seed
 
 # %% auto #0
-__all__ = ['LOSSES', 'FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'WordTokenizer', 'FinetuneConfig', 'FamilySpec', 'family_spec',
-           'finetune_recipe', 'create_family_model', 'check_task_prompts']
+__all__ = ['LOSSES', 'ZOO_LOGIT_SCALE', 'FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'WordTokenizer', 'FinetuneConfig', 'FamilySpec',
+           'family_spec', 'finetune_recipe', 'create_family_model', 'check_task_prompts']
 
 # %% ../nbs/01e_families.ipynb #1eb396d1
 class WordTokenizer:
@@ -76,6 +76,7 @@ class FinetuneConfig:
     distill: float = 2.0      # weight of keeping the caption-corpus embeddings (0: none)
     distill_n: int = 2048     # caption-corpus images it keeps
     off_task: bool = False    # distil only the part of each move off the task's class directions
+    logit_scale: float | None = None   # the cross-entropy's logit scale (None: the model's own, clamped to [10, 100])
 
     def __post_init__(self):
         for k in ('steps', 'batch', 'rank', 'distill_n'):
@@ -85,16 +86,22 @@ class FinetuneConfig:
                                                      hint=f'a fine-tune setting: pass a number {">" if lo_open else ">="} 0, e.g. {k}={getattr(FinetuneConfig, k)}'))
         if not isinstance(self.off_task, bool):
             raise TypeError(f'off_task must be True or False, got {type(self.off_task).__name__} {self.off_task!r}')
+        if self.logit_scale is not None:
+            object.__setattr__(self, 'logit_scale', check_number(self.logit_scale, 'logit_scale', 0, lo_open=True,
+                                                                 hint="a fine-tune setting: pass a number > 0, e.g. logit_scale=5.0, or None for the model's own"))
 
     def replace(self, **changes) -> 'FinetuneConfig':
         "A checked copy with `changes`; an unknown setting names the settings there are."
-        unknown = set(changes) - set(self.to_dict())
-        if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}: check their spelling; the settings are {sorted(self.to_dict())}')
+        known = [f.name for f in fields(self)]
+        unknown = set(changes) - set(known)
+        if unknown: raise KeyError(f'unknown fine-tune settings {sorted(unknown)}: check their spelling; the settings are {sorted(known)}')
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        "The settings as the zoo's files record them."
-        return asdict(self)
+        "The settings as the zoo's files record them (a `logit_scale` of None, the model's own, is left out)."
+        d = asdict(self)
+        if d['logit_scale'] is None: del d['logit_scale']   # files written before the setting existed record the same recipe
+        return d
 
     @classmethod
     def of(cls, x=None, base: 'FinetuneConfig | None' = None) -> 'FinetuneConfig':
@@ -141,19 +148,26 @@ class FamilySpec:
             raise type(e)(f'family {self.name!r}: its fine-tune overrides {self.finetune} are not a recipe: {e}') from e
 
 LOSSES = ('clip', 'siglip')   # softmax contrastive, pairwise sigmoid
+ZOO_LOGIT_SCALE = 7.0         # the zoo fine-tunes' cross-entropy logit scale (below the families' own 10 to 13: see the text)
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
-               dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1, about='open_clip ViT, patch 8, width 96, depth 4'),
+               dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1,
+               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0, logit_scale=ZOO_LOGIT_SCALE),
+               about='open_clip ViT, patch 8, width 96, depth 4'),
     FamilySpec('vit_w128', 128, dict(layers=2, width=128, head_width=32, patch_size=16, image_size=64),
                dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2,
-               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0), about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
+               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0, logit_scale=ZOO_LOGIT_SCALE),
+               about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
     FamilySpec('rn_w16', 128, dict(layers=(1, 1, 1, 1), width=16, image_size=32),
-               dict(width=64, heads=2, layers=1), steps=6000, seed=3, about='open_clip ModifiedResNet, attention pool'),
+               dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(logit_scale=ZOO_LOGIT_SCALE),
+               about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
-               dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
+               dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, finetune=dict(logit_scale=ZOO_LOGIT_SCALE),
+               about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
-               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5, finetune=dict(lr=3e-3),
+               dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
+               finetune=dict(lr=3e-3, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32

@@ -160,7 +160,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '01a_heads.ipynb': dict(),
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
-    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
+    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, center_classes=True),
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
                              adapter_batch_zoo=64, adapter_lr_zoo=1e-2, ridge_floor='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,

@@ -104,7 +104,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     pm = add_adapter(enc.model, cfg.rank, cfg.alpha, seed)
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    scale = finetune_logit_scale(base)
+    scale = finetune_logit_scale(base) if cfg.logit_scale is None else cfg.logit_scale
     g = torch.Generator().manual_seed(seed)
     enc.model.eval()   # frozen tower: BatchNorm statistics (ModifiedResNet) must not drift with the task's batches
     losses = []

@@ -2,7 +2,7 @@
 import numpy as np, pytest, torch
 from platonic_ta.heads import TINY_ARCHS, tiny_model, last_layer, image_features, head_parts
 from platonic_ta.factorization import (GridFactors, solve_operator, select_ridges, fold_operator, fold_rel_err,
-                                       embedding_route_features, head_route_features)
+                                       embedding_route_features, head_route_features, class_centred)
 
 
 def _grid(n=40, k=10, m=7, seed=0, dtype=torch.float64):
@@ -19,6 +19,23 @@ def test_linearity_float64():
     rhs = solve_operator(F, T, U1) - 1.5 * solve_operator(F, T, U2) + solve_operator(F, T, U3)
     assert lhs.dtype == torch.float64
     assert ((lhs - rhs).norm() / rhs.norm()).item() < 1e-12
+
+
+@pytest.mark.parametrize('n, k, m, seed', [(40, 10, 7, 0), (25, 6, 3, 1), (60, 16, 10, 2)])
+def test_class_centred_solve_fits_the_differences_between_classes(n, k, m, seed):
+    "Centred: a shift common to a probe's classes changes no operator; the change it makes is the centred fit, linearly."
+    F, T, (U1, U2, _) = _grid(n, k, m, seed)
+    shift = torch.randn(n, 1, generator=torch.Generator().manual_seed(seed + 10), dtype=torch.float64)
+    th = solve_operator(F, T, U1, 1e-6, 1e-6, center=True)
+    torch.testing.assert_close(solve_operator(F, T, U1 + shift, 1e-6, 1e-6, center=True), th, rtol=0, atol=1e-10)
+    T_hat = T / T.norm(dim=1, keepdim=True)
+    dA = F @ th.T @ T_hat.T
+    torch.testing.assert_close(dA - dA.mean(1, keepdim=True), F @ th.T @ class_centred(T_hat).T, rtol=0, atol=1e-10)
+    both = solve_operator(F, T, U1 - 2 * U2, 1e-6, 1e-6, center=True)
+    torch.testing.assert_close(both, th - 2 * solve_operator(F, T, U2, 1e-6, 1e-6, center=True), rtol=0, atol=1e-10)
+    a = select_ridges(F, T, U1, grid=np.logspace(-8, 0, 5), center=True)
+    b = select_ridges(F, T, U1 + shift, grid=np.logspace(-8, 0, 5), center=True)
+    torch.testing.assert_close(a.scores, b.scores, rtol=0, atol=1e-10)
 
 
 def test_cached_factors_and_normal_equations():

@@ -9,7 +9,7 @@ from pathlib import Path
 from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
-from platonic_ta.grids import zoo_grids
+from platonic_ta.grids import zoo_grids, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors
 from platonic_ta.analysis import (zoo_banks, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
@@ -81,6 +81,10 @@ if __name__ == '__main__':
     ap.add_argument('zoo', help="'full' (the built, else the shipped zoo) or a zoo folder")
     ap.add_argument('floor', type=float, help='the ridge floor of every bank, e.g. 1e-8')
     ap.add_argument('families', nargs='*', help='families to use (default: all the zoo holds; at least two)')
+    ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
+    ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
+    ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
+    ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
     a = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.time()
@@ -90,14 +94,15 @@ if __name__ == '__main__':
     if len(fams) < 2: ap.error('cross-model figures need at least two families')
     Z.families = fams
     cache = EmbeddingCache(progress=False)
-    grids = zoo_grids(Z.tasks, 1000, 0, 125)
+    corpus = world.caption_corpus(a.corpus, seed=CORPUS_SEED)[0] if a.corpus else None
+    grids = zoo_grids(Z.tasks, 1000, 0, a.context, corpus=corpus)
     ZD = zoo_descriptors(Z, grids, cache, seeds=[0], progress=False)
     ctl = [t for t in world.list_tasks(controls=True) if t not in Z.tasks]
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
     bases = {f: Z.base(f) for f in fams}
-    banks = zoo_banks(bases, grids, ZD, fams, a.floor, cache=cache)
+    banks = zoo_banks(bases, grids, ZD, fams, a.floor, cache=cache, center=a.center)
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
-    finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
+    if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
     single_rows(Z, fams, sc)
     negation_rows(Z, fams, sc, ctl)
