@@ -12,16 +12,11 @@ from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids
-from platonic_ta.descriptors import affinity
-from platonic_ta.encoders import class_embeddings, predict
+from platonic_ta.descriptors import affinity, descriptor_cosine
+from platonic_ta.encoders import zero_shot_accuracy as accuracy
 from platonic_ta.training import finetune
 
-def accuracy(enc, d) -> float:
-    return (predict(enc, d.images, class_embeddings(enc, d.classnames, d.templates)) == d.labels).float().mean().item()
-
-def cosine(a, b) -> float:
-    a, b = a.flatten().double(), b.flatten().double()
-    return float(a @ b / (a.norm() * b.norm()))
+def cosine(a, b) -> float: return float(descriptor_cosine(a.double(), b.double()))
 
 def row_centred(U): return U - U.mean(1, keepdim=True)
 
