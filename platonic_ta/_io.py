@@ -5,11 +5,12 @@
 # %% ../nbs/00c_io.ipynb #7c7fa428
 from __future__ import annotations
 import hashlib, os, tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair', 'file_sha256',
-           'cache_root']
+           'cache_root', 'file_lock']
 
 # %% ../nbs/00c_io.ipynb #7018dea7
 def publish(tmp, path, overwrite: bool) -> None:
@@ -83,3 +84,16 @@ def cache_root() -> Path:
     "The cache's root folder: `$PLATONIC_TA_CACHE`, else `~/.cache/platonic_ta`."
     env = os.environ.get('PLATONIC_TA_CACHE')
     return Path(env).expanduser() if env else Path.home() / '.cache' / 'platonic_ta'
+
+# %% ../nbs/00c_io.ipynb #c87b46cf
+@contextmanager
+def file_lock(path):
+    "Exclusive inter-process lock tied to `path` (the file `<path>.lock`, which is left in place)."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    try: import fcntl
+    except ImportError: fcntl = None     # no flock on this platform: atomic renames still prevent torn files
+    with open(path.with_name(path.name + '.lock'), 'a') as f:
+        if fcntl is not None: fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try: yield
+        finally:
+            if fcntl is not None: fcntl.flock(f.fileno(), fcntl.LOCK_UN)

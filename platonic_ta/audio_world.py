@@ -4,12 +4,13 @@
 
 # %% ../nbs/08b_audio_world.ipynb #a4301ea8
 from __future__ import annotations
-import time
+import hashlib, inspect, json, time
 from dataclasses import dataclass
 from functools import lru_cache
 import numpy as np
 import torch
-from .world import TaskData, grounded_phrases, noisy, hash_world
+from .world import TaskData, grounded_phrases, noisy
+from . import audio_sounds
 from .audio_sounds import (CLIP, SOURCES, PITCHES, TIMBRES, ENVELOPES, RHYTHMS, BACKGROUNDS,
                                       DIRECTIONS, clip_rng, pick, mu_law_decode, render_clip, tone, chord, chirp, burst, clicks,
                                       beat, melody)
@@ -17,7 +18,7 @@ from .audio_sounds import (CLIP, SOURCES, PITCHES, TIMBRES, ENVELOPES, RHYTHMS, 
 # %% auto #0
 __all__ = ['EVENTS', 'STREETS', 'GENRES', 'SOUNDS', 'FOCUS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_CLIPS', 'AudioTaskSpec',
            'caption_clip', 'AudioTaskData', 'list_tasks', 'load_task', 'caption_corpus', 'grounding_counts',
-           'vocabulary', 'fingerprint', 'clips_per_second']
+           'vocabulary', 'plain_scene', 'fingerprint', 'clips_per_second']
 
 # %% ../nbs/08b_audio_world.ipynb #15192013
 def _event(name: str, rng) -> list:
@@ -241,14 +242,19 @@ def _check_count(n, what='n') -> int:
     if not 1 <= int(n) <= MAX_CLIPS: raise ValueError(f'{what} must be between 1 and {MAX_CLIPS:,}, got {int(n):,}')
     return int(n)
 
-@lru_cache(maxsize=32)
-def _render_task(name, split, n):
+def _task_draws(name, split, n):
+    "`(label, scene, rng)` of the first `n` clips of a task split: what each clip is before it is rendered."
     spec, ti, si = TASKS[name], list(TASKS).index(name), SPLITS.index(split)
     labels = (np.arange(n) % len(spec.classnames))[clip_rng(100 + ti, si, 999).permutation(n)]
-    out = np.empty((n, 1, 1, CLIP), np.uint8)
     for i in range(n):
         r = clip_rng(100 + ti, si, i)
-        out[i, 0, 0] = render_clip(spec.sample(int(labels[i]), r, split), r)
+        yield int(labels[i]), spec.sample(int(labels[i]), r, split), r
+
+@lru_cache(maxsize=32)
+def _render_task(name, split, n):
+    out, labels = np.empty((n, 1, 1, CLIP), np.uint8), np.empty(n, np.int64)
+    for i, (y, scene, r) in enumerate(_task_draws(name, split, n)):
+        labels[i], out[i, 0, 0] = y, render_clip(scene, r)
     return out, labels
 
 def load_task(name: str, split: str, n: int | None = None) -> AudioTaskData:
@@ -299,10 +305,29 @@ def vocabulary() -> list:
     words.add(',')
     return sorted(words)
 
+def plain_scene(x):
+    "A scene as JSON-ready values, floats to 10 significant digits: the last bits of float math differ between CPUs."
+    if isinstance(x, dict): return {str(k): plain_scene(v) for k, v in sorted(x.items())}
+    if isinstance(x, (list, tuple)): return [plain_scene(v) for v in x]
+    if isinstance(x, (bool, np.bool_)): return bool(x)
+    if isinstance(x, (int, np.integer)): return int(x)
+    if isinstance(x, (float, np.floating)): return float(f'{float(x):.10g}')
+    return x
+
 @lru_cache(1)
 def fingerprint() -> str:
-    "16 hex digits that change whenever the audio world changes (pretraining sample, tasks' clips, words, roles, rates)."
-    return hash_world(caption_corpus(64, seed=0), TASKS, SPLIT_SIZES, load_task, 8)
+    """16 hex digits that change whenever the audio world's definition changes: the renderer's code, the scenes and
+    captions of a pretraining sample, and per task its words, role, rate, split sizes and the scenes of its first clips."""
+    h = hashlib.sha256(inspect.getsource(audio_sounds).encode())
+    for i in range(64):
+        r = clip_rng(10_000, i)
+        sc = _pretrain_clip(r)
+        render_clip(sc, r)                     # the caption draws after the renderer's: keep the stream as the corpus has it
+        h.update(json.dumps([plain_scene(sc), caption_clip(sc, r)]).encode())
+    for name, t in TASKS.items():
+        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, SPLIT_SIZES)).encode())
+        h.update(json.dumps([[y, plain_scene(sc)] for y, sc, _ in _task_draws(name, 'train', 8)]).encode())
+    return h.hexdigest()[:16]
 
 # %% ../nbs/08b_audio_world.ipynb #52131395
 def clips_per_second(n: int = 400, seed: int = 12345) -> dict:

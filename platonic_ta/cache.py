@@ -14,8 +14,8 @@ from safetensors import safe_open
 from tqdm.auto import tqdm
 
 from . import __version__
-from ._io import save_safetensors, cache_root
-from .guards import check_count, file_lock, few
+from ._io import save_safetensors, cache_root, file_lock
+from .guards import check_count, few
 from .encoders import template_ensemble, check_prompts
 from .grids import Grid, short_hash, check_images, image_hashes, set_hash, prompts_hash
 

@@ -5,13 +5,12 @@
 # %% ../nbs/01b_guards.ipynb #887a5f6d
 from __future__ import annotations
 import json, math, numbers, os
-from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'AllocationError',
-           'machine_memory', 'check_alloc', 'refuse_existing', 'file_lock', 'file_kind', 'WrongKindError',
-           'json_digest', 'wrong_kind', 'check_kind']
+           'machine_memory', 'check_alloc', 'refuse_existing', 'file_kind', 'WrongKindError', 'json_digest',
+           'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -91,19 +90,6 @@ def refuse_existing(paths, overwrite: bool, what: str) -> None:
     if there:
         raise FileExistsError(f"{what}: {', '.join(there)} already exist{'s' if len(there) == 1 else ''}; pass "
                               f"overwrite=True to replace {'it' if len(there) == 1 else 'them'}, or save to another path")
-
-# %% ../nbs/01b_guards.ipynb #a16397f0
-@contextmanager
-def file_lock(path):
-    "Exclusive inter-process lock tied to `path` (the file `<path>.lock`, which is left in place)."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    try: import fcntl
-    except ImportError: fcntl = None     # no flock on this platform: atomic renames still prevent torn files
-    with open(path.with_name(path.name + '.lock'), 'a') as f:
-        if fcntl is not None: fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try: yield
-        finally:
-            if fcntl is not None: fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 # %% ../nbs/01b_guards.ipynb #547f42ec
 KINDS = {'platonic_ta.descriptor': 'descriptor', 'platonic_ta.operator_bank': 'operator bank',

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, math
 from pathlib import Path
-from ._io import atomic_write_text
+from ._io import atomic_write_text, file_lock
 
 # %% auto #0
 __all__ = ['check_metrics', 'read_metrics', 'record_metrics', 'save_figure']
@@ -40,9 +40,11 @@ def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:
     metrics = check_metrics(metrics)
     for k, v in metrics.items(): print(f'{k:<48} {v:.6g}')
     if report_dir is None: return metrics
-    old = read_metrics(report_dir)   # a corrupt file stops here: it is never overwritten with only this stage's figures
-    old.update(metrics)
-    atomic_write_text(Path(report_dir) / 'metrics.json', json.dumps(dict(sorted(old.items())), indent=1))
+    path = Path(report_dir) / 'metrics.json'
+    with file_lock(path):                # stages running side by side merge in turn: no figure is lost
+        old = read_metrics(report_dir)   # a corrupt file stops here: it is never overwritten with only this stage's figures
+        old.update(metrics)
+        atomic_write_text(path, json.dumps(dict(sorted(old.items())), indent=1))
     return metrics
 
 # %% ../nbs/00e_metrics.ipynb #0312b59f

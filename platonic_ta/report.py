@@ -10,8 +10,8 @@ from ._io import atomic_write_text
 from .metrics import read_metrics, record_metrics, save_figure
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'repo_root', 'paper_table', 'write_report', 'run_stages',
-           'run_benches', 'run_lab', 'main']
+__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
+           'stage_order', 'run_stages', 'run_benches', 'run_lab', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -155,6 +155,8 @@ def write_report(report_dir: str | Path) -> Path:
 # %% ../nbs/90_report.ipynb #b288ef4e
 CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
+    # the audio stage first: the longest of those that wait on nothing, so that two workers finish together
+    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
     '00_world.ipynb': dict(n_per_task=2000),
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
@@ -171,30 +173,81 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
                                  ridge_floor='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
-    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 
 # %% ../nbs/90_report.ipynb #66c80dee
+NEEDS = {nb: ('04_composition.ipynb',) for nb, p in STAGES.items() if p.get('ridge_floor') == 'composition'}
+
+def stage_order(stages, needs: dict | None = None, done=()) -> list:
+    "The stages of `stages` not in `done` whose needs (within `stages`) are done, in the order a free worker takes them."
+    needs, names = NEEDS if needs is None else needs, list(stages)
+    waiting = lambda nb: sum(nb in needs.get(o, ()) for o in names if o not in done)
+    ready = [nb for nb in names if nb not in done and all(n in done or n not in names for n in needs.get(nb, ()))]
+    return sorted(ready, key=lambda nb: (-waiting(nb), names.index(nb)))
+
+# %% ../nbs/90_report.ipynb #ddd6f878
+def _stage_paths(root: Path, out_dir: Path, nb: str) -> tuple[Path, Path]:
+    src = root / 'nbs' / nb
+    if not src.exists(): raise FileNotFoundError(f"stage notebook {src} is missing; known stages: {list(STAGES)}")
+    return src, out_dir / nb
+
 def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, extra: dict | None = None,
-               kernel: str = 'python3', progress: bool = True) -> Path:
-    "Run each stage notebook with papermill into `out_dir` (default `<repo>/_runs`); return the report folder."
-    import papermill as pm
+               kernel: str = 'python3', progress: bool = True, jobs: int = 1) -> Path:
+    "Run each stage notebook with papermill into `out_dir` (default `<repo>/_runs`), `jobs` at a time; return the report folder."
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f'jobs must be a whole number >= 1 (stages run side by side), got {jobs!r}')
     root = repo_root()
     out_dir = Path(out_dir) if out_dir else root / '_runs'
     report_dir = out_dir / 'report'
     report_dir.mkdir(parents=True, exist_ok=True)
     stages = STAGES if stages is None else stages
-    for nb, params in stages.items():
-        src = root / 'nbs' / nb
-        if not src.exists(): raise FileNotFoundError(f"stage notebook {src} is missing; known stages: {list(STAGES)}")
-        p = dict(params, report_dir=str(report_dir.resolve()), **(extra or {}))
-        t0 = time.time()
-        print(f'[platonic-ta] running {nb} ...', flush=True)
-        pm.execute_notebook(str(src), str(out_dir / nb), parameters=p, kernel_name=kernel,
-                            cwd=str(root / 'nbs'), progress_bar=progress)
-        print(f'[platonic-ta] {nb} done in {time.time()-t0:.0f}s', flush=True)
-    return report_dir
+    for nb in stages: _stage_paths(root, out_dir, nb)           # every notebook exists before any runs
+    params = {nb: dict(p, report_dir=str(report_dir.resolve()), **(extra or {})) for nb, p in stages.items()}
+    if jobs == 1 or len(stages) == 1:
+        import papermill as pm
+        done = []
+        while len(done) < len(stages):
+            nb = stage_order(stages, done=done)[0]
+            src, dst = _stage_paths(root, out_dir, nb)
+            t0 = time.time()
+            print(f'[platonic-ta] running {nb} ...', flush=True)
+            pm.execute_notebook(str(src), str(dst), parameters=params[nb], kernel_name=kernel,
+                                cwd=str(root / 'nbs'), progress_bar=progress)
+            print(f'[platonic-ta] {nb} done in {time.time()-t0:.0f}s', flush=True)
+            done.append(nb)
+        return report_dir
+    return _run_side_by_side(root, out_dir, stages, params, kernel, jobs)
+
+def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int) -> Path:
+    import subprocess
+    logs = out_dir / 'logs'; logs.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): env.setdefault(k, str(max(1, (os.cpu_count() or 1) // jobs)))
+    done, failed, running = [], [], {}
+    while len(done) + len(failed) < len(stages):
+        ready = [] if failed else [nb for nb in stage_order(stages, done=done + failed) if nb not in running]
+        while ready and len(running) < jobs:
+            nb = ready.pop(0)
+            src, dst = _stage_paths(root, out_dir, nb)
+            pf = logs / f'{Path(nb).stem}.params.json'
+            pf.write_text(json.dumps(params[nb]))              # JSON is YAML: papermill reads it with -f
+            log = open(logs / f'{Path(nb).stem}.log', 'w')
+            cmd = [sys.executable, '-m', 'papermill', str(src), str(dst), '-f', str(pf), '-k', kernel,
+                   '--cwd', str(root / 'nbs'), '--no-progress-bar', '--log-output']
+            running[nb] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, time.time())
+            print(f'[platonic-ta] running {nb} ... (log: {log.name})', flush=True)
+        if not running: break                                   # a failure left nothing to wait for
+        time.sleep(0.5)
+        for nb, (proc, log, t0) in list(running.items()):
+            if proc.poll() is None: continue
+            log.close(); del running[nb]
+            (done if proc.returncode == 0 else failed).append(nb)
+            print(f'[platonic-ta] {nb} {"done" if proc.returncode == 0 else "FAILED"} in {time.time()-t0:.0f}s', flush=True)
+    if failed:
+        raise RuntimeError(f"stage(s) {failed} failed; see {[str(logs / (Path(nb).stem + '.log')) for nb in failed]} and the "
+                           f"executed notebooks in {out_dir}; not started: {[nb for nb in stages if nb not in done + failed]}")
+    return out_dir / 'report'
 
 # %% ../nbs/90_report.ipynb #0ddf52a9
 def run_benches(report_dir: Path, benches=None):
@@ -227,6 +280,7 @@ def main(argv=None):
     ap.add_argument('command', choices=['demo', 'report', 'sweep'])
     ap.add_argument('--out', default=None, help='output folder (default: <repo>/_runs)')
     ap.add_argument('--only', nargs='*', default=None, help="stage notebooks to run, or 'lab' for the slider screenshots (default: all)")
+    ap.add_argument('--jobs', type=int, default=2, help='stage notebooks run side by side (default: %(default)s; 1: one after another)')
     a = ap.parse_args(argv)
     out = Path(a.out) if a.out else repo_root() / '_runs'
     rc = 0
@@ -234,7 +288,7 @@ def main(argv=None):
         stages = STAGES if not a.only else {k: v for k, v in STAGES.items() if any(k.startswith(o) for o in a.only)}
         lab = not a.only or 'lab' in a.only
         if a.only and not stages and not lab: ap.error(f"--only matched no stage; stages are {list(STAGES)} and 'lab'")
-        if stages: run_stages(out, stages)
+        if stages: run_stages(out, stages, jobs=a.jobs)
         if not a.only: run_benches(out / 'report')
         if lab: rc = run_lab(out / 'report')
     page = write_report(out / 'report')

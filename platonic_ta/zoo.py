@@ -12,8 +12,8 @@ import torch
 import open_clip
 import platonic_ta
 from . import world
-from ._io import atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root
-from .guards import file_lock, json_digest
+from ._io import atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root, file_lock
+from .guards import json_digest
 from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, family_spec,
                                   finetune_recipe, create_family_model, check_task_prompts)
 from .encoders import DualEncoder, family_encoder
