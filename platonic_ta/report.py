@@ -156,7 +156,7 @@ def write_report(report_dir: str | Path) -> Path:
 CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
     # the audio stage first: the longest of those that wait on nothing, so that two workers finish together
-    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=60, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
+    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=200, adapter_batch=128, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
     '00_world.ipynb': dict(n_per_task=2000),
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
