@@ -208,7 +208,7 @@ def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, ex
         import papermill as pm
         done = []
         while len(done) < len(stages):
-            nb = stage_order(stages, done=done)[0]
+            nb = (stage_order(stages, done=done) or [_stuck(stages, done)])[0]
             src, dst = _stage_paths(root, out_dir, nb)
             t0 = time.time()
             print(f'[platonic-ta] running {nb} ...', flush=True)
@@ -218,6 +218,11 @@ def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, ex
             done.append(nb)
         return report_dir
     return _run_side_by_side(root, out_dir, stages, params, kernel, jobs)
+
+def _stuck(stages, done):
+    left = [nb for nb in stages if nb not in done]
+    raise ValueError(f"stages {left} wait on each other (NEEDS: {({nb: NEEDS.get(nb, ()) for nb in left})}): a stage must "
+                     "not need itself, directly or through another")
 
 def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int) -> Path:
     import subprocess
@@ -237,7 +242,9 @@ def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, ker
                    '--cwd', str(root / 'nbs'), '--no-progress-bar', '--log-output']
             running[nb] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, time.time())
             print(f'[platonic-ta] running {nb} ... (log: {log.name})', flush=True)
-        if not running: break                                   # a failure left nothing to wait for
+        if not running:
+            if failed: break                                    # a failure left nothing to wait for
+            _stuck(stages, done)
         time.sleep(0.5)
         for nb, (proc, log, t0) in list(running.items()):
             if proc.poll() is None: continue
