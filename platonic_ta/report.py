@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse, json, math, os, sys, tempfile, time
 from pathlib import Path
 from ._io import atomic_write_text
+from .guards import check_count
 from .metrics import read_metrics, record_metrics, save_figure
 
 # %% auto #0
@@ -195,8 +196,7 @@ def _stage_paths(root: Path, out_dir: Path, nb: str) -> tuple[Path, Path]:
 def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, extra: dict | None = None,
                kernel: str = 'python3', progress: bool = True, jobs: int = 1) -> Path:
     "Run each stage notebook with papermill into `out_dir` (default `<repo>/_runs`), `jobs` at a time; return the report folder."
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f'jobs must be a whole number >= 1 (stages run side by side), got {jobs!r}')
+    jobs = check_count(jobs, 'jobs', 1, hint='how many stage notebooks run side by side; 1: one after another')
     root = repo_root()
     out_dir = Path(out_dir) if out_dir else root / '_runs'
     report_dir = out_dir / 'report'
