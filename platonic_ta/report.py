@@ -12,7 +12,7 @@ from .metrics import read_metrics, record_metrics, save_figure
 
 # %% auto #0
 __all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
-           'stage_order', 'run_stages', 'run_benches', 'run_lab', 'main']
+           'stage_order', 'run_stages', 'run_benches', 'run_lab', 'run_demo', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -193,17 +193,22 @@ def _stage_paths(root: Path, out_dir: Path, nb: str) -> tuple[Path, Path]:
     if not src.exists(): raise FileNotFoundError(f"stage notebook {src} is missing; known stages: {list(STAGES)}")
     return src, out_dir / nb
 
-def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, extra: dict | None = None,
-               kernel: str = 'python3', progress: bool = True, jobs: int = 1) -> Path:
-    "Run each stage notebook with papermill into `out_dir` (default `<repo>/_runs`), `jobs` at a time; return the report folder."
-    jobs = check_count(jobs, 'jobs', 1, hint='how many stage notebooks run side by side; 1: one after another')
+def _stage_params(out_dir, stages, extra=None) -> tuple:
+    "`(root, out_dir, report_dir, stages, params)` of a run, every notebook checked to exist before any runs."
     root = repo_root()
     out_dir = Path(out_dir) if out_dir else root / '_runs'
     report_dir = out_dir / 'report'
     report_dir.mkdir(parents=True, exist_ok=True)
     stages = STAGES if stages is None else stages
-    for nb in stages: _stage_paths(root, out_dir, nb)           # every notebook exists before any runs
+    for nb in stages: _stage_paths(root, out_dir, nb)
     params = {nb: dict(p, report_dir=str(report_dir.resolve()), **(extra or {})) for nb, p in stages.items()}
+    return root, out_dir, report_dir, stages, params
+
+def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, extra: dict | None = None,
+               kernel: str = 'python3', progress: bool = True, jobs: int = 1) -> Path:
+    "Run each stage notebook with papermill into `out_dir` (default `<repo>/_runs`), `jobs` at a time; return the report folder."
+    jobs = check_count(jobs, 'jobs', 1, hint='how many stage notebooks run side by side; 1: one after another')
+    root, out_dir, report_dir, stages, params = _stage_params(out_dir, stages, extra)
     if jobs == 1 or len(stages) == 1:
         import papermill as pm
         done = []
@@ -217,44 +222,57 @@ def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, ex
             print(f'[platonic-ta] {nb} done in {time.time()-t0:.0f}s', flush=True)
             done.append(nb)
         return report_dir
-    return _run_side_by_side(root, out_dir, stages, params, kernel, jobs)
+    _run_side_by_side(root, out_dir, stages, params, kernel, jobs)
+    return report_dir
 
 def _stuck(stages, done):
     left = [nb for nb in stages if nb not in done]
     raise ValueError(f"stages {left} wait on each other (NEEDS: {({nb: NEEDS.get(nb, ()) for nb in left})}): a stage must "
                      "not need itself, directly or through another")
 
-def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int) -> Path:
+def _check_needs(stages) -> None:
+    "Refuse, before anything runs, stages that wait on each other (a cycle in NEEDS)."
+    done = []
+    while len(done) < len(stages): done.append((stage_order(stages, done=done) or [_stuck(stages, done)])[0])
+
+def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int,
+                      side: dict | None = None) -> dict:
+    """Stages as papermill processes, `jobs` at a time; `side` commands (`{name: argv}`, run in `root`) take a worker
+    that has no stage to run. Returns each side command's exit code; a failed stage raises once the running ones end."""
     import subprocess
+    _check_needs(stages)
     logs = out_dir / 'logs'; logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): env.setdefault(k, str(max(1, (os.cpu_count() or 1) // jobs)))
-    done, failed, running = [], [], {}
-    while len(done) + len(failed) < len(stages):
+    side = dict(side or {})
+    done, failed, running, side_rc = [], [], {}, {}
+    def launch(name, cmd, cwd=None):
+        log = open(logs / f'{Path(name).stem}.log', 'w')
+        running[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd), log, time.time())
+        print(f'[platonic-ta] running {name} ... (log: {log.name})', flush=True)
+    while running or (not failed and (len(done) < len(stages) or side)):
         ready = [] if failed else [nb for nb in stage_order(stages, done=done + failed) if nb not in running]
         while ready and len(running) < jobs:
             nb = ready.pop(0)
             src, dst = _stage_paths(root, out_dir, nb)
             pf = logs / f'{Path(nb).stem}.params.json'
             pf.write_text(json.dumps(params[nb]))              # JSON is YAML: papermill reads it with -f
-            log = open(logs / f'{Path(nb).stem}.log', 'w')
-            cmd = [sys.executable, '-m', 'papermill', str(src), str(dst), '-f', str(pf), '-k', kernel,
-                   '--cwd', str(root / 'nbs'), '--no-progress-bar', '--log-output']
-            running[nb] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, time.time())
-            print(f'[platonic-ta] running {nb} ... (log: {log.name})', flush=True)
-        if not running:
-            if failed: break                                    # a failure left nothing to wait for
-            _stuck(stages, done)
+            launch(nb, [sys.executable, '-m', 'papermill', str(src), str(dst), '-f', str(pf), '-k', kernel,
+                        '--cwd', str(root / 'nbs'), '--no-progress-bar', '--log-output'])
+        while side and not failed and len(running) < jobs:      # a worker that no stage can use takes a side command
+            name = next(iter(side))
+            launch(name, side.pop(name), cwd=root)
         time.sleep(0.5)
         for nb, (proc, log, t0) in list(running.items()):
             if proc.poll() is None: continue
             log.close(); del running[nb]
-            (done if proc.returncode == 0 else failed).append(nb)
+            if nb in stages: (done if proc.returncode == 0 else failed).append(nb)
+            else: side_rc[nb] = proc.returncode
             print(f'[platonic-ta] {nb} {"done" if proc.returncode == 0 else "FAILED"} in {time.time()-t0:.0f}s', flush=True)
     if failed:
         raise RuntimeError(f"stage(s) {failed} failed; see {[str(logs / (Path(nb).stem + '.log')) for nb in failed]} and the "
                            f"executed notebooks in {out_dir}; not started: {[nb for nb in stages if nb not in done + failed]}")
-    return out_dir / 'report'
+    return side_rc
 
 # %% ../nbs/90_report.ipynb #0ddf52a9
 def run_benches(report_dir: Path, benches=None):
@@ -277,6 +295,23 @@ def run_lab(report_dir: Path) -> int:
     print(f"[platonic-ta] sliders in the page: {', '.join(p.name for p in r['screenshots'])} ({r['total_s']:.0f}s)", flush=True)
     return 0
 
+def run_demo(out_dir: Path, stages: dict | None = None, jobs: int = 2, benches=None, lab: bool = True) -> int:
+    """Every stage, the slider screenshots and then the benchmarks (alone, so that their timings are the machine's); with
+    `jobs` > 1 the screenshots take a worker that no stage can use (while others wait on composition, say). Returns
+    the screenshots' exit code."""
+    jobs = check_count(jobs, 'jobs', 1, hint='how many stage notebooks run side by side; 1: one after another')
+    if jobs == 1:
+        report_dir = run_stages(out_dir, stages, jobs=1)
+        run_benches(report_dir, benches)
+        return run_lab(report_dir) if lab else 0
+    root, out_dir, report_dir, stages, params = _stage_params(out_dir, stages)
+    side = {'lab': [sys.executable, '-c', 'import sys; from pathlib import Path; from platonic_ta.report import run_lab; '
+                    'sys.exit(run_lab(Path(sys.argv[1])))', str(report_dir)]} if lab else {}
+    rc = _run_side_by_side(root, out_dir, stages, params, 'python3', jobs, side).get('lab', 0)
+    if rc: print(f"[platonic-ta] no screenshots of the sliders: see {out_dir / 'logs' / 'lab.log'}", file=sys.stderr)
+    run_benches(report_dir, benches)
+    return rc
+
 def main(argv=None):
     "`platonic-ta demo` runs every stage notebook and writes the report; `platonic-ta report` only rewrites the page; `platonic-ta sweep SPEC` runs a sweep."
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -295,9 +330,10 @@ def main(argv=None):
         stages = STAGES if not a.only else {k: v for k, v in STAGES.items() if any(k.startswith(o) for o in a.only)}
         lab = not a.only or 'lab' in a.only
         if a.only and not stages and not lab: ap.error(f"--only matched no stage; stages are {list(STAGES)} and 'lab'")
-        if stages: run_stages(out, stages, jobs=a.jobs)
-        if not a.only: run_benches(out / 'report')
-        if lab: rc = run_lab(out / 'report')
+        if not a.only: rc = run_demo(out, stages, jobs=a.jobs)
+        else:
+            if stages: run_stages(out, stages, jobs=a.jobs)
+            if lab: rc = run_lab(out / 'report')
     page = write_report(out / 'report')
     print(f'[platonic-ta] report: {page}')
     return rc

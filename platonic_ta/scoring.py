@@ -4,6 +4,7 @@
 
 # %% ../nbs/04b_scoring.ipynb #bd28dea8
 from __future__ import annotations
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import torch
@@ -64,6 +65,8 @@ class Scorer:
             images, labels, prompts = _eval_parts(es, task)
             self.sets[task] = _set_tensors(target, self.route, images, labels, prompts, task, cache, dt, self.device)
         self.tasks = list(self.sets)
+        self.memo_mb = 256                     # megabytes of single-term deltas kept for reuse (`term_delta`)
+        self._memo = OrderedDict()             # (key, task) -> (operator, its version, delta), oldest first
         self.base = self.score({})
 
 
@@ -93,6 +96,19 @@ class Scorer:
         s = self.set_of(task)
         if self.route == 'head': return s['a'] @ theta[:, :-1].T + theta[:, -1]
         return s['z'] @ theta.T
+
+    def term_delta(self, key, task: str) -> torch.Tensor:
+        "`delta(bank[key], task)` for one operator of the bank, kept for reuse (the latest `memo_mb` megabytes of them)."
+        op, mk = self.bank[key], (tuple(key), task)
+        hit = self._memo.get(mk)
+        if hit is not None and hit[0] is op and hit[1] == op._version:   # the very operator, never changed in place
+            self._memo.move_to_end(mk)
+            return hit[2]
+        d = self.delta(op, task)
+        self._memo[mk] = (op, op._version, d)
+        size = lambda: sum(v[2].numel() * v[2].element_size() for v in self._memo.values())
+        while len(self._memo) > 1 and size() > self.memo_mb * 2 ** 20: self._memo.popitem(last=False)
+        return d
 
     def embeddings(self, theta: torch.Tensor, task: str) -> torch.Tensor:
         "Edited embeddings `z′` (n, d) of `task`'s set under operator `theta`."
@@ -156,8 +172,12 @@ def certify_edit(scorer: Scorer, coeffs: Mapping, task: str, rtol: float = 1e-9)
     own = {k: c for k, c in terms if k[1] == task}
     other = {k: c for k, c in terms if k[1] != task}
     s = scorer.set_of(task)
-    z_ref = scorer.embeddings(scorer.bank.combine(own), task)
-    Ez = scorer.delta(scorer.bank.combine(other), task)
+    def moved(ts):   # Σ c_k Θ_k applied to the set, as the sum of each term's delta (kept by the scorer for reuse)
+        out = torch.zeros_like(s['z'])
+        for k, c in ts.items():
+            if c != 0: out.add_(scorer.term_delta(k, task), alpha=c)
+        return out
+    z_ref, Ez = s['z'] + moved(own), moved(other)
     mask = certificate(z_ref, Ez, s['T'], rtol)
     pred_ref, pred_full = (z_ref @ s['T'].T).argmax(1), ((z_ref + Ez) @ s['T'].T).argmax(1)
     correct_ref, correct_full = pred_ref == s['labels'], pred_full == s['labels']

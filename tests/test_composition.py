@@ -277,6 +277,31 @@ def test_certify_edit_on_the_bank(tiny, fam):
     assert sum(r['changed'] for r in rows[:-1]) > 0        # some records did change: the check is not vacuous
 
 
+def test_term_deltas_are_reused_and_never_stale(tiny):
+    sc = tiny['scorers']['vit_w96']
+    k = ('rn_w16', 'colours')
+    d = sc.term_delta(k, 'tallies')
+    assert torch.equal(d, sc.delta(sc.bank[k], 'tallies')) and sc.term_delta(k, 'tallies') is d    # kept, not recomputed
+    op = sc.bank[k]
+    saved = op.clone()
+    try:
+        op.mul_(2.0)                                   # an operator changed in place is multiplied again, never served stale
+        assert torch.allclose(sc.term_delta(k, 'tallies'), 2 * d)
+    finally:
+        op.copy_(saved)
+    assert torch.allclose(sc.term_delta(k, 'tallies'), d)
+    old = sc.memo_mb
+    try:
+        sc.memo_mb = 1e-9                              # the bound holds: only the latest delta stays
+        for t in TASKS: sc.term_delta(k, t)
+        assert len(sc._memo) == 1
+    finally:
+        sc.memo_mb = old
+    coeffs = {('rn_w16', 'colours'): 0.5, ('timm_avg', 'tallies'): 0.5}
+    for t in ('colours', 'tallies'):
+        r = certify_edit(sc, coeffs, t)                # the sum of kept deltas is the combined operator's delta
+        assert r['acc_full'] == sc.score(coeffs)[t] and r['certified_changed'] == 0
+
 def test_sweeps(tiny):
     sc = tiny['scorers']['vit_w96']
     rows = addition_sweep(sc, [('colours', 'tallies')], ['own', 'rn_w16', 'timm_avg'], alphas=(0.5, 1.0))
