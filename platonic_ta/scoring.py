@@ -145,7 +145,6 @@ def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rto
     for x, nm in ((z_ref, 'z_ref'), (Ez, 'Ez'), (T_unit, 'T_unit')):
         if not isinstance(x, torch.Tensor) or x.ndim != 2:
             raise ValueError(f"{nm} must be a 2-D tensor, got {getattr(x, 'shape', type(x).__name__)}")
-        if not torch.isfinite(x).all(): raise ValueError(f"{nm} has NaN or Inf entries")
     if z_ref.shape != Ez.shape: raise ValueError(f"z_ref {tuple(z_ref.shape)} and Ez {tuple(Ez.shape)} must have one shape")
     if T_unit.shape[1] != z_ref.shape[1]:
         raise ValueError(f"T_unit has width {T_unit.shape[1]} but the embeddings {z_ref.shape[1]}: one embedding space")
@@ -154,13 +153,16 @@ def certificate(z_ref: torch.Tensor, Ez: torch.Tensor, T_unit: torch.Tensor, rto
     if n_ == 0: return torch.zeros(0, dtype=torch.bool)
     check_alloc(8 * (M_ * M_ * (d_ + 1) + 3 * n_ * M_), 'certificate', 'certify fewer classes or records at once')
     z, E, T = z_ref.double(), Ez.double(), T_unit.double()
-    if (T.norm(dim=1) == 0).any(): raise ValueError("T_unit has zero rows: every class needs a non-zero text embedding")
-    T = T / T.norm(dim=1, keepdim=True)
+    zn, En, Tn = z.norm(dim=1, keepdim=True), E.norm(dim=1, keepdim=True), T.norm(dim=1, keepdim=True)
+    for x, nm in ((zn, 'z_ref'), (En, 'Ez'), (Tn, 'T_unit')):   # a row's norm is finite exactly when its entries are
+        if not torch.isfinite(x).all(): raise ValueError(f"{nm} has NaN or Inf entries (or entries too large to square)")
+    if (Tn == 0).any(): raise ValueError("T_unit has zero rows: every class needs a non-zero text embedding")
+    T = T / Tn
     S = z @ T.T                                                   # n × M (same argmax as the cosines)
     top = S.argmax(1)
     gap = S.gather(1, top[:, None]) - S                           # ⟨z_ref, t̂_top − t̂_j⟩
     dist = (T[:, None, :] - T[None, :, :]).norm(dim=-1)[top]      # ‖t̂_top − t̂_j‖, n × M
-    need = (E.norm(dim=1, keepdim=True) + rtol * z.norm(dim=1, keepdim=True)) * dist
+    need = (En + rtol * zn) * dist
     ok = gap > need
     ok.scatter_(1, top[:, None], True)
     return ok.all(1)
