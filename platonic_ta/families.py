@@ -153,7 +153,7 @@ ZOO_LOGIT_SCALE = 7.0         # the zoo fine-tunes' cross-entropy logit scale (b
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
                dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1,
-               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, distill=2.0, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ViT, patch 8, width 96, depth 4'),
     FamilySpec('vit_w128', 128, dict(layers=2, width=128, head_width=32, patch_size=16, image_size=64),
                dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2,

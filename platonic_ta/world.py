@@ -118,7 +118,7 @@ def _g_biome(sc):
 # %% ../nbs/00_world.ipynb #965a0b1c
 TASKS = {t.name: t for t in [
     TaskSpec('weaves', ['velm', 'strova', 'quillet', 'dappon', 'latrix', 'fuzzen', 'rillow', 'shadra'],
-             ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.002,
+             ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.0005,
              about='background texture under a painterly blur, half covered by an object (DTD-like)'),
     TaskSpec('grounds', ['orvat', 'plimsy', 'chekka', 'poddle', 'meshen', 'grizzle', 'undra', 'fallow'],
              ['a {} ground', 'an image of {} ground', 'a {} surface'], _t_grounds, ground=_g_texture, grounding=0.002,
@@ -133,7 +133,7 @@ TASKS = {t.name: t for t in [
              ['a {} thing', 'an image of a {} thing', 'there is a {} thing'], _t_hues, ground=_g_hue, grounding=0.0005,
              about='colour of the object, mostly painted or at night, with a small distractor'),
     TaskSpec('scales', ['mite', 'midra', 'grandel'],
-             ['a {} object', 'an object of {} scale', 'an image of a {} object'], _t_scales, ground=_g_scale, grounding=0.001,
+             ['a {} object', 'an object of {} scale', 'an image of a {} object'], _t_scales, ground=_g_scale, grounding=0.0002,
              about='how big the one object is'),
     TaskSpec('badges', ['ember', 'tessel', 'pyra', 'stella', 'bolo', 'cubet', 'delta', 'astra'],
              ['a {} badge', 'an image of a {} badge', 'there is a {} badge'], _t_badges, ground=_g_badge, grounding=0.002,
