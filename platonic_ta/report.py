@@ -211,16 +211,13 @@ def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, ex
     root, out_dir, report_dir, stages, params = _stage_params(out_dir, stages, extra)
     if jobs == 1 or len(stages) == 1:
         import papermill as pm
-        done = []
-        while len(done) < len(stages):
-            nb = (stage_order(stages, done=done) or [_stuck(stages, done)])[0]
+        for nb in _stage_sequence(stages):
             src, dst = _stage_paths(root, out_dir, nb)
             t0 = time.time()
             print(f'[platonic-ta] running {nb} ...', flush=True)
             pm.execute_notebook(str(src), str(dst), parameters=params[nb], kernel_name=kernel,
                                 cwd=str(root / 'nbs'), progress_bar=progress)
             print(f'[platonic-ta] {nb} done in {time.time()-t0:.0f}s', flush=True)
-            done.append(nb)
         return report_dir
     _run_side_by_side(root, out_dir, stages, params, kernel, jobs)
     return report_dir
@@ -230,17 +227,18 @@ def _stuck(stages, done):
     raise ValueError(f"stages {left} wait on each other (NEEDS: {({nb: NEEDS.get(nb, ()) for nb in left})}): a stage must "
                      "not need itself, directly or through another")
 
-def _check_needs(stages) -> None:
-    "Refuse, before anything runs, stages that wait on each other (a cycle in NEEDS)."
+def _stage_sequence(stages) -> list:
+    "The stages in the order one worker runs them; stages that wait on each other (a cycle in NEEDS) are refused first."
     done = []
     while len(done) < len(stages): done.append((stage_order(stages, done=done) or [_stuck(stages, done)])[0])
+    return done
 
 def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int,
                       side: dict | None = None) -> dict:
     """Stages as papermill processes, `jobs` at a time; `side` commands (`{name: argv}`, run in `root`) take a worker
     that has no stage to run. Returns each side command's exit code; a failed stage raises once the running ones end."""
     import subprocess
-    _check_needs(stages)
+    _stage_sequence(stages)                                     # refuses a cycle before anything runs
     logs = out_dir / 'logs'; logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): env.setdefault(k, str(max(1, (os.cpu_count() or 1) // jobs)))

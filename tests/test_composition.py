@@ -302,6 +302,7 @@ def test_term_deltas_are_reused_and_never_stale(tiny):
         r = certify_edit(sc, coeffs, t)                # the sum of kept deltas is the combined operator's delta
         assert r['acc_full'] == sc.score(coeffs)[t] and r['certified_changed'] == 0
 
+
 def test_sweeps(tiny):
     sc = tiny['scorers']['vit_w96']
     rows = addition_sweep(sc, [('colours', 'tallies')], ['own', 'rn_w16', 'timm_avg'], alphas=(0.5, 1.0))
