@@ -27,17 +27,16 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver
 
-# Reinstall only when the install inputs change: a second `make test` installs nothing.
-$(STAMP): settings.ini setup.py
+# Reinstall only when the install inputs change: a second `make test` installs nothing. The lab install is the same
+# one pip run with the lab's extras too (a fresh `make demo` installs once), and it stands for the plain install.
+$(STAMP): EXTRAS := dev,ray
+$(LAB_STAMP): EXTRAS := dev,ray,lab
+$(STAMP) $(LAB_STAMP): settings.ini setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q $(TORCH_PINS)
-	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev,ray]'
+	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[$(EXTRAS)]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
-
-$(LAB_STAMP): $(STAMP)
-	$(BIN)/pip install -q $(TORCH_PINS) $(NBDEV_PINS) -e '.[dev,ray,lab]'
-	touch $(LAB_STAMP)
+	touch $(STAMP) $@
 
 sync: install
 	bash tools/check_sync.sh

@@ -161,7 +161,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '00_world.ipynb': dict(n_per_task=2000),
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
-    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT),
+    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=250),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, center_classes=True),
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
