@@ -422,11 +422,19 @@ def agreement_rows(descriptors: Mapping, families: Sequence[str], tasks: Sequenc
     return out
 
 # %% ../nbs/04d_analysis.ipynb #90d4ec2e
-def cached_accuracy(enc, scorer: Scorer, task: str, images, cache: EmbeddingCache) -> float:
-    "Accuracy of `enc` on `images` of `task` against `scorer`'s class embeddings and labels of that set (embeddings cached)."
+def cached_accuracy(enc, scorer: Scorer, task: str, images, cache: EmbeddingCache, n: int | None = None) -> float:
+    """Accuracy of `enc` on `images` of `task` against `scorer`'s class embeddings and labels of that set (embeddings
+    cached); with `n`, on the set's first `n` images only."""
     s = scorer.set_of(task)
+    labels = s['labels']
+    if len(images) != len(labels):
+        raise ValueError(f"{len(images)} images but the scorer's {task!r} set has {len(labels)} labels: pass the images "
+                         f"of that set (and n= for its first n)")
+    if n is not None:
+        n = check_count(n, 'n', 1, len(labels), hint=f"a number of the set's first images, at most {len(labels)}")
+        images, labels = images[:n], labels[:n]
     z = cache.embed_images(enc, images, key=f'{task}-eval').double()
-    return ((z @ s['T'].T).argmax(1) == s['labels']).double().mean().item()
+    return ((z @ s['T'].T).argmax(1) == labels).double().mean().item()
 
 def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: EmbeddingCache, C: float = 10.0) -> float:
     "Logistic regression on `enc`'s frozen unit embeddings (cached), fitted on `train`, scored on `test`."

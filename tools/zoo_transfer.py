@@ -3,6 +3,9 @@
 Seed 0 only, one thread; grids of 1,000 probes with 125 context images of each other task (the demo's); 1,000 test
 images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control apart); single tasks at strength 1
 (median retention, by source, target and task); negation at λ = 0.5 and 1 (cross and own); descriptor cosines.
+--context-rows asks where the selectivity of a transfer comes from: 'zero' sets every descriptor's context rows to 0
+(the edit must leave the other tasks' images where they are on this task's classes), 'target' gives every source the
+target's own context rows (a reference that needs the target's fine-tune, not a method).
 Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
@@ -10,8 +13,8 @@ from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, CORPUS_SEED
-from platonic_ta.descriptors import zoo_descriptors
-from platonic_ta.analysis import (zoo_banks, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
+from platonic_ta.descriptors import zoo_descriptors, Descriptor
+from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
 
 def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
@@ -74,6 +77,16 @@ def negation_rows(Z, fams, sc, ctl):
         n = negation_summary([r for r in neg if r['task'] == t], 'cross', 0.5)
         print(f'  {t:<8} zero-shot {points(mean_or_nan(sc[f].base[t] for f in fams)):5.1f}: λ = 0.5 removes {n["drop_removed"]:5.2f} for {n["drop_control"]:5.2f}')
 
+def context_rows(ZD, grids, target, how):
+    "The descriptors a bank of `target` takes: as measured ('source'), context rows zeroed, or the target's own context rows."
+    if how == 'source': return ZD
+    out = {}
+    for (f, t, s), D in ZD.items():
+        n_own, U = len(grids[t].probe_index), D.U.clone()
+        U[n_own:] = 0 if how == 'zero' else ZD[(target, t, 0)].U[n_own:]
+        out[(f, t, s)] = Descriptor(U, D.task, D.probe_hashes, D.prompts, D.classnames, D.source, D.base)
+    return out
+
 if __name__ == '__main__':
     sys.path.insert(0, str(Path(__file__).parent))
     from toolargs import tool_parser
@@ -84,6 +97,8 @@ if __name__ == '__main__':
     ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
     ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
+    ap.add_argument('--context-rows', choices=('source', 'zero', 'target'), default='source',
+                    help="the descriptors' context rows: as measured (default), zeroed, or the target's own (a reference)")
     ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -100,7 +115,9 @@ if __name__ == '__main__':
     ctl = [t for t in world.list_tasks(controls=True) if t not in Z.tasks]
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
     bases = {f: Z.base(f) for f in fams}
-    banks = zoo_banks(bases, grids, ZD, fams, a.floor, cache=cache, center=a.center)
+    if a.context_rows != 'source' and not a.context: ap.error('--context-rows needs context rows: pass --context > 0')
+    banks = {f: zoo_bank(bases[f], f, grids, context_rows(ZD, grids, f, a.context_rows), fams,
+                         ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center) for f in fams}
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
