@@ -13,7 +13,8 @@ from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, CORPUS_SEED
-from platonic_ta.descriptors import zoo_descriptors, Descriptor
+from platonic_ta.descriptors import zoo_descriptors
+from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows
 from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
 
@@ -77,16 +78,6 @@ def negation_rows(Z, fams, sc, ctl):
         n = negation_summary([r for r in neg if r['task'] == t], 'cross', 0.5)
         print(f'  {t:<8} zero-shot {points(mean_or_nan(sc[f].base[t] for f in fams)):5.1f}: λ = 0.5 removes {n["drop_removed"]:5.2f} for {n["drop_control"]:5.2f}')
 
-def context_rows(ZD, grids, target, how):
-    "The descriptors a bank of `target` takes: as measured ('source'), context rows zeroed, or the target's own context rows."
-    if how == 'source': return ZD
-    out = {}
-    for (f, t, s), D in ZD.items():
-        n_own, U = len(grids[t].probe_index), D.U.clone()
-        U[n_own:] = 0 if how == 'zero' else ZD[(target, t, 0)].U[n_own:]
-        out[(f, t, s)] = Descriptor(U, D.task, D.probe_hashes, D.prompts, D.classnames, D.source, D.base)
-    return out
-
 if __name__ == '__main__':
     sys.path.insert(0, str(Path(__file__).parent))
     from toolargs import tool_parser
@@ -97,7 +88,7 @@ if __name__ == '__main__':
     ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
     ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
-    ap.add_argument('--context-rows', choices=('source', 'zero', 'target'), default='source',
+    ap.add_argument('--context-rows', choices=CONTEXT_ROWS, default='source',
                     help="the descriptors' context rows: as measured (default), zeroed, or the target's own (a reference)")
     ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
     a = ap.parse_args()
@@ -116,7 +107,7 @@ if __name__ == '__main__':
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
     bases = {f: Z.base(f) for f in fams}
     if a.context_rows != 'source' and not a.context: ap.error('--context-rows needs context rows: pass --context > 0')
-    banks = {f: zoo_bank(bases[f], f, grids, context_rows(ZD, grids, f, a.context_rows), fams,
+    banks = {f: zoo_bank(bases[f], f, grids, replace_context_rows(ZD, grids, a.context_rows, f if a.context_rows == 'target' else None), fams,
                          ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center) for f in fams}
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
