@@ -11,7 +11,7 @@ from .guards import check_count
 from .metrics import read_metrics, record_metrics, save_figure
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
+__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
            'stage_order', 'run_stages', 'run_benches', 'run_lab', 'run_demo', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
@@ -155,13 +155,14 @@ def write_report(report_dir: str | Path) -> Path:
 
 # %% ../nbs/90_report.ipynb #b288ef4e
 CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
+UNION = 250     # own probes of each task on the union grid: 02's cross-task cosines, and 06's drift diagnostic reuses them
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
     # the audio stage first: the longest of those that wait on nothing, so that two workers finish together
     '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=200, adapter_batch=128, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
     '00_world.ipynb': dict(n_per_task=2000),
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
-    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=250),
+    '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=UNION),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, center_classes=True,
                                  n_oracle_eval=500),
@@ -175,7 +176,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
                              adapter_batch_zoo=64, adapter_lr_zoo=1e-2, ridge_floor='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
-                               ridge_floor='composition'),
+                               ridge_floor='composition', n_drift_zoo=UNION),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 

@@ -20,7 +20,7 @@ __all__ = ['AGREEMENTS', 'CONTEXT_ROWS', 'PAPER', 'shared_component', 'residuals
            'mean_offdiag', 'idealised_cosine', 'implied_dispersion', 'operator_agreement', 'shift_field',
            'shift_field_agreement', 'amplification', 'bank_amplifications', 'retention_entries', 'forfeited_gain',
            'pearson', 'task_residuals', 'edit_diagnostics', 'task_summary', 'agreement_correlations',
-           'replace_context_rows', 'single_transfer_rows', 'transfer_summary']
+           'replace_context_rows', 'single_transfer_rows', 'transfer_summary', 'common_drift', 'without_drift']
 
 # %% ../nbs/06_residuals.ipynb #34a35335
 def _tensor(x, name: str) -> torch.Tensor:
@@ -383,6 +383,48 @@ def transfer_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict
     return dict(cross_gain=mean('gain'), own_gain=mean('own_gain'), control_cost=-mean('control'),
                 own_control_cost=-mean('own_control'), retention=float(np.median(ret)) if ret else float('nan'),
                 n_retention=len(ret))
+
+# %% ../nbs/06_residuals.ipynb #d71f0a02
+def common_drift(union: Mapping, grids: Mapping) -> dict:
+    """`{(family, task): Descriptor}` for each family of `union` and task of `grids`: the mean of the family's
+    descriptors of every other task, restricted to `grids[task]`. `union`: `{(family, task): Descriptor}`, all on one
+    grid that holds every grid of `grids` (a union grid, `platonic_ta.grids.union_grid`)."""
+    if not isinstance(union, Mapping) or not union:
+        raise ValueError("union must be a non-empty {(family, task): Descriptor} on one union grid")
+    for k, D in union.items():
+        if not (isinstance(k, tuple) and len(k) == 2): raise ValueError(f"union must be keyed by (family, task), got {k!r}")
+        if not isinstance(D, Descriptor): raise TypeError(f"union[{k!r}] must be a Descriptor (it knows its grid)")
+    if len({D.grid_hash for D in union.values()}) > 1:
+        raise GridMismatchError("the descriptors of union are on different grids: compute every fine-tune's descriptor on "
+                                "one union grid of the task grids (zoo_descriptors with {task: union_grid([...])})")
+    out = {}
+    for f in dict.fromkeys(f for f, _ in union):
+        for t, g in grids.items():
+            others = [D for (f2, k), D in union.items() if f2 == f and k != t]
+            if not others:
+                raise ValueError(f"family {f!r} has no descriptor of a task other than {t!r}: its drift on {t!r} is the "
+                                 f"mean over its fine-tunes of the other tasks; pass at least two tasks of it")
+            parts = [D.restrict(g) for D in others]
+            U = torch.stack([p.U for p in parts]).mean(0)
+            out[(f, t)] = Descriptor(U, g.task, g.probe_hashes, g.prompts, g.classnames,
+                                     dict(model=f'{f} drift', members=[p.source for p in parts]), dict(parts[0].base))
+    return out
+
+def without_drift(descriptors: Mapping, drift: Mapping, weight: float = 1.0) -> dict:
+    """`{(family, task, ...): Descriptor}` with `weight` × `drift[(family, task)]` (from `common_drift`) taken from
+    each descriptor: the part of the fine-tune's change that is the task's own."""
+    weight = check_number(weight, 'weight', hint='the share of the drift to remove, e.g. 1 (0 keeps every descriptor)')
+    out = {}
+    for key, D in descriptors.items():
+        if not isinstance(D, Descriptor): raise TypeError(f"descriptor {key!r} must be a Descriptor (it knows its grid)")
+        ref = tuple(key[:2])
+        if ref not in drift: raise KeyError(f"no drift {ref!r}: compute it with common_drift for every family and task")
+        if drift[ref].grid_hash != D.grid_hash:
+            raise GridMismatchError(f"the drift {ref!r} and descriptor {key!r} are on different grids: compute the drift "
+                                    f"with common_drift(union, grids) on the descriptors' own grids")
+        out[key] = Descriptor(D.U - weight * drift[ref].U.to(D.U.dtype), D.task, D.probe_hashes, D.prompts, D.classnames,
+                              {**D.source, 'drift_removed': weight}, dict(D.base))
+    return out
 
 # %% ../nbs/06_residuals.ipynb #9e5c07bb
 PAPER = dict(mean_dispersion=0.99, family_dispersion_min=0.77, family_dispersion_max=1.27, mean_pairwise_cosine=0.473,

@@ -5,16 +5,17 @@ images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control 
 (median retention, by source, target and task); negation at λ = 0.5 and 1 (cross and own); descriptor cosines.
 --context-rows asks where the selectivity of a transfer comes from: 'zero' sets every descriptor's context rows to 0
 (the edit must leave the other tasks' images where they are on this task's classes), 'target' gives every source the
-target's own context rows (a reference that needs the target's fine-tune, not a method).
+target's own context rows (a reference that needs the target's fine-tune, not a method). --drift takes from every
+descriptor its family's common drift (the mean of its fine-tunes of the other tasks on the task's grid; see 06_residuals).
 Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
 from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
-from platonic_ta.grids import zoo_grids, CORPUS_SEED
+from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors
-from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows
+from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
 from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
 
@@ -90,6 +91,8 @@ if __name__ == '__main__':
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
     ap.add_argument('--context-rows', choices=CONTEXT_ROWS, default='source',
                     help="the descriptors' context rows: as measured (default), zeroed, or the target's own (a reference)")
+    ap.add_argument('--drift', action='store_true', help="take each family's common drift from its descriptors (slow: "
+                    "every fine-tune on every task's grid)")
     ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -103,6 +106,10 @@ if __name__ == '__main__':
     corpus = world.caption_corpus(a.corpus, seed=CORPUS_SEED)[0] if a.corpus else None
     grids = zoo_grids(Z.tasks, 1000, 0, a.context, corpus=corpus)
     ZD = zoo_descriptors(Z, grids, cache, seeds=[0], progress=False)
+    if a.drift:
+        gu = union_grid(list(grids.values()), task='union')
+        on_u = {(f, t): d for (f, t, _), d in zoo_descriptors(Z, {t: gu for t in Z.tasks}, cache, progress=False).items()}
+        ZD = without_drift(ZD, common_drift(on_u, grids))
     ctl = [t for t in world.list_tasks(controls=True) if t not in Z.tasks]
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
     bases = {f: Z.base(f) for f in fams}
