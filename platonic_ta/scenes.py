@@ -228,8 +228,14 @@ def scene_item(rng, kind='shape', pos=None, size=None, colour=None, **kw):
     it.update({k: v for k, v in kw.items() if k != 'shape'})
     return it
 
-def scatter_items(rng, n, size_choices=('small',), colour=None):
-    "n non-overlapping shapes at random places (greedy over a batch of candidate centres)."
+def scatter_items(rng, n, size_choices=('small',), colour=None, exact: bool = False):
+    """Up to n non-overlapping shapes at random places (greedy over a batch of candidate centres); `exact`: exactly n,
+    the placement drawn again until all fit (for scenes whose label is the count)."""
+    if exact:
+        for _ in range(200):
+            items = scatter_items(rng, n, size_choices, colour)
+            if len(items) == n: return items
+        raise ValueError(f'{n} shapes of sizes {size_choices} do not fit the {SIZE}-pixel canvas: ask for fewer or smaller ones')
     items = []
     cand = rng.uniform(0, 1, (96, 2))
     sizes = [pick(rng, size_choices) for _ in range(n)]

@@ -15,7 +15,8 @@ from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES
 # %% auto #0
 __all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
            'TaskSpec', 'TaskData', 'list_tasks', 'register_task', 'unregister_task', 'load_task', 'images_hash',
-           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'hash_world', 'fingerprint']
+           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'hash_world',
+           'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
 BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
@@ -50,19 +51,19 @@ def _t_shapes(y, rng, split):
 def _t_colours(y, rng, split):
     return dict(texture=pick(rng, TEXTURES), style=pick_style(rng, 'photo', 0.7), items=[scene_item(rng, colour=list(COLOURS)[y])])
 
-def _t_weaves(y, rng, split):   # DTD-like: the background, seen through a painterly blur, half hidden by an object
-    return dict(texture=TEXTURES[y], style=pick_style(rng, 'painting', 0.7), items=[scene_item(rng, size='large')])
+def _t_weaves(y, rng, split):   # DTD-like: the background texture, mostly in daylight, behind one small object
+    return dict(texture=TEXTURES[y], style=pick_style(rng, 'photo', 0.8), items=[scene_item(rng, size='small')])
 
-def _t_grounds(y, rng, split):  # RESISC-like partner of weaves: bare texture, in low light, grain or pixels
-    return dict(texture=TEXTURES[y], style=pick(rng, ['night', 'grainy', 'pixel']), items=[])
+def _t_grounds(y, rng, split):  # RESISC-like partner of weaves: bare texture, as a photo, a sketch or a painting
+    return dict(texture=TEXTURES[y], style=pick(rng, ['photo', 'photo', 'sketch', 'painting']), items=[])
 
 def _t_moods(y, rng, split):    # the rendering style itself (the domain)
     return dict(texture=pick(rng, TEXTURES), style=STYLES[y], items=[scene_item(rng, kind=pick(rng, ['shape', 'arrow', 'glyph']),
                 digit=int(rng.integers(10)))])
 
-def _t_tallies(y, rng, split):  # CLEVR-count-like: small objects scattered on clutter
-    return dict(texture=pick(rng, ['plain', 'gradient', 'noisy', 'dotted']), style=pick_style(rng, 'photo', 0.8),
-                items=scatter_items(rng, y + 1, ('small',)))
+def _t_tallies(y, rng, split):  # CLEVR-count-like: exactly y + 1 small objects on a plain or gradient ground
+    return dict(texture=pick(rng, ['plain', 'gradient']), style=pick_style(rng, 'photo', 0.9),
+                items=scatter_items(rng, y + 1, ('small',), exact=True))
 
 def _t_hues(y, rng, split):     # the object's colour, in the sketch-and-painting domain that pretraining rarely shows
     main = scene_item(rng, colour=HUES[y])
@@ -119,16 +120,16 @@ def _g_biome(sc):
 TASKS = {t.name: t for t in [
     TaskSpec('weaves', ['velm', 'strova', 'quillet', 'dappon', 'latrix', 'fuzzen', 'rillow', 'shadra'],
              ['a {} background', 'an image with a {} background', 'a {} weave'], _t_weaves, ground=_g_texture, grounding=0.0005,
-             about='background texture under a painterly blur, half covered by an object (DTD-like)'),
+             about='background texture behind one small object, mostly in daylight (DTD-like)'),
     TaskSpec('grounds', ['orvat', 'plimsy', 'chekka', 'poddle', 'meshen', 'grizzle', 'undra', 'fallow'],
              ['a {} ground', 'an image of {} ground', 'a {} surface'], _t_grounds, ground=_g_texture, grounding=0.002,
-             about='bare textures at night, grainy or pixelated (RESISC-like partner of weaves)'),
+             about='bare textures as photos, sketches or paintings (RESISC-like partner of weaves)'),
     TaskSpec('moods', ['lumio', 'scrivan', 'brushel', 'blocket', 'noctra', 'sandel'],
              ['an image in {} mood', 'a {} mood image', 'in {} mood'], _t_moods, ground=_g_style, grounding=0.002,
              about='rendering style, i.e. the domain itself'),
     TaskSpec('tallies', ['unna', 'dwee', 'trilo', 'quadda', 'penta'],
              ['a {} tally', 'an image with a {} tally', 'a tally of {}'], _t_tallies, ground=_g_count, grounding=0.03,
-             about='how many small objects (CLEVR-count-like)'),
+             about='how many small objects, exactly (CLEVR-count-like)'),
     TaskSpec('hues', ['wessa', 'ostra', 'norva', 'suddo', 'centra', 'amble', 'lirra', 'pomma'],
              ['a {} thing', 'an image of a {} thing', 'there is a {} thing'], _t_hues, ground=_g_hue, grounding=0.0005,
              about='colour of the object, mostly painted or at night, with a small distractor'),
@@ -353,6 +354,23 @@ def hash_world(corpus, tasks: dict, split_sizes: dict, load, n: int) -> str:
     for name, t in tasks.items():
         h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, split_sizes)).encode())
         h.update(load(name, 'train', n).images.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+def task_fingerprint(name: str, n: int = 64) -> str:
+    "16 hex digits of one task of the world: its words, role, grounding rate, the split sizes and its first `n` training images."
+    if name not in TASKS: raise KeyError(f'{name!r} is not a task of the world; its tasks are {list(TASKS)}')
+    t = TASKS[name]
+    h = hashlib.sha256(repr((name, t.classnames, t.templates, t.role, t.grounding, SPLIT_SIZES)).encode())
+    h.update(load_task(name, 'train', n).images.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+@lru_cache(1)
+def pretraining_fingerprint() -> str:
+    """16 hex digits of what pretraining sees: a caption-corpus sample, the vocabulary, and each task's words, role and
+    grounding rate (they decide which captions name its classes). The tasks' own images do not enter it."""
+    data, caps = caption_corpus(256, seed=0)
+    h = hashlib.sha256(data.numpy().tobytes()); h.update('\n'.join(caps + vocabulary()).encode())
+    for name, t in TASKS.items(): h.update(repr((name, t.classnames, t.templates, t.role, t.grounding)).encode())
     return h.hexdigest()[:16]
 
 @lru_cache(1)

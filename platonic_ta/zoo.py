@@ -119,22 +119,22 @@ def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None
     return enc
 
 # %% ../nbs/01_zoo.ipynb #6fdad027
-def _task_data_id(task: str) -> str | None:
-    "16 hex digits of a registered task's training split (images, labels, class names, templates); None for a task of the world."
-    if task in world.TASKS: return None                      # the world's fingerprint covers its tasks
+def _task_data_id(task: str) -> str:
+    "16 hex digits of what a fine-tune on `task` learns from: a world task's `task_fingerprint`, a registered task's training split."
+    if task in world.TASKS: return world.task_fingerprint(task)
     d = world.load_task(task, 'train')
     body = json.dumps([world.images_hash(d.images), d.labels.tolist(), d.classnames, d.templates])
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 def _build_base(f, zoo: Path, steps: int, progress: bool) -> list:
-    "Pretrain family `f` into `zoo` unless a valid base of today's world and `steps` is there; what it built."
+    "Pretrain family `f` into `zoo` unless a valid base of today's pretraining world and `steps` is there; what it built."
     bp = base_path(zoo, f.name)
     with file_lock(bp):                   # another process building the same artefact waits, then finds it
         _clear_leftovers(bp)
         got = _try_load(bp)
-        if got and got[1].get('world') != world.fingerprint():
-            raise ValueError(f'{bp} was built on another world (fingerprint {got[1].get("world")}, today\'s {world.fingerprint()}): '
-                             'use another zoo folder (zoo=...) rather than overwrite it')
+        if got and got[1].get('world') != world.pretraining_fingerprint():
+            raise ValueError(f'{bp} was pretrained on another world (fingerprint {got[1].get("world")}, today\'s '
+                             f'{world.pretraining_fingerprint()}): use another zoo folder (zoo=...) rather than overwrite it')
         if got and got[1].get('steps') != steps:
             raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
                              'folder (zoo=...) rather than overwrite it')
@@ -143,7 +143,7 @@ def _build_base(f, zoo: Path, steps: int, progress: bool) -> list:
         enc, losses = pretrain(f, steps, progress=progress)
         save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
                       seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
-                      world=world.fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
+                      world=world.pretraining_fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
         return [str(bp.relative_to(zoo))]
 
 def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool) -> list:
@@ -171,7 +171,7 @@ def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool)
                 save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg.to_dict(),
                                                 seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
                                                 base_sha256=json.loads(pair_paths(bp)[1].read_text())['sha256'],
-                                                **({'task_data': data_id} if data_id else {})))
+                                                task_data=data_id))
                 built.append(str(fp.relative_to(zoo)))
     return built
 
@@ -282,22 +282,27 @@ def _recipe_diff(got: dict, want: dict, skip=()) -> str:
                      if k not in skip and got.get(k) != want.get(k))
 
 def stale_families(path: Path) -> dict:
-    "{family: why} for the families in a zoo folder whose world or recorded recipe (pretraining spec, fine-tune settings) is not today's."
+    """{family: why} for the families in a zoo folder whose world or recorded recipe is not today's: the base's
+    pretraining world and spec, each fine-tune's settings and, for a task of the world, its task's data."""
     out = {}
     for fam in _scan(Path(path)).families:
         try: meta = _record(pair_paths(base_path(path, fam))[1])
         except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; continue
-        if meta.get('world') != world.fingerprint():
-            out[fam] = f"built on another world (fingerprint {meta.get('world')}, today's {world.fingerprint()}: tasks, words or captions changed)"
+        if meta.get('world') != world.pretraining_fingerprint():
+            out[fam] = (f"pretrained on another world (fingerprint {meta.get('world')}, today's {world.pretraining_fingerprint()}: "
+                        "words, grounding rates or captions changed)")
             continue
         spec = meta.get('spec', {})
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
-        for p, _, _ in _ft_records(path, fam):
+        for p, task, _ in _ft_records(path, fam):
             try: ft = _record(p)
             except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; break
             if diff := _recipe_diff(ft.get('finetune', {}), finetune_recipe(fam).to_dict()):
                 out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
+            if task in world.TASKS and ft.get('task_data') != (want := world.task_fingerprint(task)):
+                out[fam] = (f"fine-tune {p.stem} learnt from other {task!r} data (task fingerprint {ft.get('task_data')}, "
+                            f"today's {want}: the task's images or words changed)"); break
     return out
 
 def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
