@@ -157,10 +157,12 @@ def write_report(report_dir: str | Path) -> Path:
 CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
 UNION = 250     # own probes of each task on the union grid: 02's cross-task cosines, and 06's drift diagnostic reuses them
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
-    # the audio stage first: the longest of those that wait on nothing, so that two workers finish together
+    # the zoo table first: it embeds every base and source fine-tune on the test sets and the bases on the training
+    # sets through the shared cache, before the composition stage (on the other worker) scores the same models there
+    '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
+    # then the audio stage: the longest of those that wait on nothing, so that two workers finish together
     '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=300, adapter_steps=200, adapter_batch=128, n_context=100, n_corpus=1000),   # the audio zoo shipped in the package
     '00_world.ipynb': dict(n_per_task=2000),
-    '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     '01a_heads.ipynb': dict(),
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=UNION),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),

@@ -67,6 +67,7 @@ class Scorer:
         self.tasks = list(self.sets)
         self.memo_mb = 256                     # megabytes of single-term deltas kept for reuse (`term_delta`)
         self._memo = OrderedDict()             # (key, task) -> (operator, its version, delta), oldest first
+        self._memo_bytes = 0                   # bytes of the deltas in `_memo`
         self.base = self.score({})
 
 
@@ -105,9 +106,10 @@ class Scorer:
             self._memo.move_to_end(mk)
             return hit[2]
         d = self.delta(op, task)
-        self._memo[mk] = (op, op._version, d)
-        size = lambda: sum(v[2].numel() * v[2].element_size() for v in self._memo.values())
-        while len(self._memo) > 1 and size() > self.memo_mb * 2 ** 20: self._memo.popitem(last=False)
+        if hit is not None: self._memo_bytes -= self._memo.pop(mk)[2].nbytes      # the operator changed since
+        self._memo[mk] = (op, op._version, d); self._memo_bytes += d.nbytes
+        while len(self._memo) > 1 and self._memo_bytes > self.memo_mb * 2 ** 20:
+            self._memo_bytes -= self._memo.popitem(last=False)[1][2].nbytes
         return d
 
     def embeddings(self, theta: torch.Tensor, task: str) -> torch.Tensor:
@@ -116,14 +118,16 @@ class Scorer:
 
     def logits(self, theta: torch.Tensor, task: str) -> torch.Tensor:
         "`z′ T̂ᵀ` (n, M) regrouped as `z T̂ᵀ + X (T̂ Θ)ᵀ` (X = z, or [a, 1] on the head route): N·k·M per update."
-        theta = self._theta(theta)
+        return self._logits(self._theta(theta), task)
+
+    def _logits(self, theta: torch.Tensor, task: str) -> torch.Tensor:   # `theta` already checked by `_theta`
         s = self.set_of(task)
         return s['L0'] + s['X'] @ (s['T'] @ theta).T
 
     def predict_theta(self, theta: torch.Tensor, tasks=None) -> dict:
         "`{task: predicted classes}` of the target edited by operator `theta`."
         theta = self._theta(theta)
-        return {t: self.logits(theta, t).argmax(1) for t in (tasks or self.tasks)}
+        return {t: self._logits(theta, t).argmax(1) for t in (tasks or self.tasks)}
 
     def score_theta(self, theta: torch.Tensor, tasks=None) -> dict:
         "`{task: accuracy}` of the target edited by operator `theta`."

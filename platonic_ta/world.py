@@ -15,8 +15,8 @@ from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES
 # %% auto #0
 __all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
            'TaskSpec', 'TaskData', 'list_tasks', 'register_task', 'unregister_task', 'load_task', 'images_hash',
-           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'hash_world',
-           'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
+           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'task_fingerprint',
+           'pretraining_fingerprint', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
 BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
@@ -346,16 +346,6 @@ def vocabulary() -> list:
     return sorted(words)
 
 # %% ../nbs/00_world.ipynb #77e2ea45
-def hash_world(corpus, tasks: dict, split_sizes: dict, load, n: int) -> str:
-    "16 hex digits naming a world: a corpus sample `(data, captions)`; per task its words, role, grounding rate, the split sizes and `load(name, 'train', n)`'s data."
-    h = hashlib.sha256()
-    data, caps = corpus
-    h.update(data.numpy().tobytes()); h.update('\n'.join(caps).encode())
-    for name, t in tasks.items():
-        h.update(repr((name, t.classnames, t.templates, t.role, t.grounding, split_sizes)).encode())
-        h.update(load(name, 'train', n).images.numpy().tobytes())
-    return h.hexdigest()[:16]
-
 def task_fingerprint(name: str, n: int = 64) -> str:
     "16 hex digits of one task of the world: its words, role, grounding rate, the split sizes and its first `n` training images."
     if name not in TASKS: raise KeyError(f'{name!r} is not a task of the world; its tasks are {list(TASKS)}')
@@ -375,5 +365,7 @@ def pretraining_fingerprint() -> str:
 
 @lru_cache(1)
 def fingerprint() -> str:
-    "16 hex digits that change whenever the world changes (pretraining sample, tasks' images, words, roles, grounding rates)."
-    return hash_world(caption_corpus(256, seed=0), TASKS, SPLIT_SIZES, load_task, 16)
+    "16 hex digits that change whenever the world changes: what pretraining sees, and every task's words, role, rate and images."
+    h = hashlib.sha256(pretraining_fingerprint().encode())
+    for name in TASKS: h.update(task_fingerprint(name).encode())
+    return h.hexdigest()[:16]

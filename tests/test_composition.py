@@ -290,11 +290,13 @@ def test_term_deltas_are_reused_and_never_stale(tiny):
     finally:
         op.copy_(saved)
     assert torch.allclose(sc.term_delta(k, 'tallies'), d)
+    assert sc._memo_bytes == sum(v[2].nbytes for v in sc._memo.values())       # a replaced entry is counted once
     old = sc.memo_mb
     try:
         sc.memo_mb = 1e-9                              # the bound holds: only the latest delta stays
         for t in TASKS: sc.term_delta(k, t)
         assert len(sc._memo) == 1
+        assert sc._memo_bytes == sum(v[2].nbytes for v in sc._memo.values())   # the running size is the true size
     finally:
         sc.memo_mb = old
     coeffs = {('rn_w16', 'colours'): 0.5, ('timm_avg', 'tallies'): 0.5}
