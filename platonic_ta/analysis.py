@@ -242,7 +242,7 @@ def harmless_ridge_floor(rows: Sequence[Mapping], max_negation_cost: float | Non
 # %% ../nbs/04d_analysis.ipynb #53ec5abc
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
              consensus: bool = True, nulls: bool = True, ridges='auto', ridge_grid=None,
-             cache: EmbeddingCache | None = None, null_seed: int = 0, center: bool = False) -> OperatorBank:
+             cache: EmbeddingCache | None = None, null_seed: int = 0, center: bool = False, ridge_grid_t=None) -> OperatorBank:
     "Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text)."
     families, seeds = list(families), [check_seed(s) for s in seeds]
     null_seed = check_seed(null_seed, 'null_seed')
@@ -253,7 +253,7 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     missing = [(f, t, s) for f in families for t in tasks for s in seeds if (f, t, s) not in descriptors]
     if missing: raise KeyError(f"no descriptor for {few(missing, 12)}: compute them with zoo_descriptors(Z, grids, seeds=...)")
     bank = OperatorBank.build(target, gl, {(f, t): descriptors[(f, t, 0)] for f in families for t in tasks},
-                              ridges=ridges, ridge_grid=ridge_grid, cache=cache, center=center)
+                              ridges=ridges, ridge_grid=ridge_grid, ridge_grid_t=ridge_grid_t, cache=cache, center=center)
     more = {(source_key(f, s), t): descriptors[(f, t, s)] for f in families for t in tasks for s in seeds[1:]}
     others = [f for f in families if f != family]
     if consensus and others:
@@ -265,10 +265,12 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     return bank
 
 def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], floor: float, seeds=(0,),
-              nulls: bool = True, cache: EmbeddingCache | None = None, center: bool = False) -> dict:
-    "One `zoo_bank` per target family (`bases[family]` its encoder) with the ridge search floored at `floor`; `center`: class-centred."
-    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls,
-                        ridge_grid=floored_ridge_grid(floor), cache=cache, center=center) for f in families}
+              nulls: bool = True, cache: EmbeddingCache | None = None, center: bool = False, floor_t: float | None = None) -> dict:
+    """One `zoo_bank` per target family (`bases[family]` its encoder) with the ridge search floored at `floor`
+    (on the text side at `max(floor, floor_t)` when `floor_t` is given); `center`: class-centred."""
+    grid_t = None if floor_t is None else floored_ridge_grid(max(floor, floor_t))
+    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, ridge_grid=floored_ridge_grid(floor),
+                        ridge_grid_t=grid_t, cache=cache, center=center) for f in families}
 
 # %% ../nbs/04d_analysis.ipynb #7178faf4
 @torch.no_grad()
@@ -445,7 +447,7 @@ def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: Embedding
 def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, floor: float,
                      n_probes: int, counts: Sequence[int], pairs: Sequence, alpha: float, controls=None,
                      cache: EmbeddingCache | None = None, full_cells: Sequence[Mapping] | None = None,
-                     min_own_gain: float = 0.01, center: bool = False) -> list:
+                     min_own_gain: float = 0.01, center: bool = False, floor_t: float | None = None) -> list:
     "Per probe count `n = max(4, n_probes // k)`, `k` in `counts`: gains and retention of banks on each grid's first `n` probes."
     out, n_full = [], check_count(n_probes, 'n_probes', 1, hint="the grids' own probes per task")
     families = list(bases)
@@ -455,7 +457,7 @@ def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_
         else:
             sub = {t: sub_grid(g, n) for t, g in grids.items()}                      # fewer own probes, the same context
             sd = {key: D.restrict(sub[key[1]]) for key, D in descriptors.items() if key[2] == 0}
-            bk = zoo_banks(bases, sub, sd, families, floor, cache=cache, center=center)
+            bk = zoo_banks(bases, sub, sd, families, floor, cache=cache, center=center, floor_t=floor_t)
             cs_, _ = zoo_cells({f: bk[f].scorer(eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
         s_, c_ = [c for c in cs_ if c['source'] != 'consensus'], [c for c in cs_ if c['source'] == 'consensus']
         g2 = lambda cs, k='': points(mean_or_nan((c[f'{k}gain_a'] + c[f'{k}gain_b']) / 2 for c in cs))

@@ -368,16 +368,18 @@ class OperatorBank(_BankDisk):
     @classmethod
     @digest_scope()
     def build(cls, target, grids, descriptors: Mapping, ridges='auto', route: str = 'auto',
-              cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64, center: bool = False) -> 'OperatorBank':
+              cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64, center: bool = False,
+              ridge_grid_t=None) -> 'OperatorBank':
         "Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; see the section text."
         bank = cls.for_target(target, route, dtype, center)
-        bank.add(descriptors, grids=grids, ridges=ridges, cache=cache, ridge_grid=ridge_grid)
+        bank.add(descriptors, grids=grids, ridges=ridges, cache=cache, ridge_grid=ridge_grid, ridge_grid_t=ridge_grid_t)
         return bank
 
     @digest_scope()
     def add(self, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None,
-            ridge_grid=None) -> 'OperatorBank':
-        "Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors)."
+            ridge_grid=None, ridge_grid_t=None) -> 'OperatorBank':
+        """Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors). `'auto'`
+        ridges are searched over `ridge_grid` on the probe side and `ridge_grid_t` (default: `ridge_grid`) on the text side."""
         if not isinstance(descriptors, Mapping) or not descriptors:
             raise ValueError("descriptors must be a non-empty dict {(source, task): Descriptor or N×M tensor}")
         table = self._grid_table(grids)
@@ -412,7 +414,7 @@ class OperatorBank(_BankDisk):
                 spec = self._ridges_for(h, table[h].task, ridges)
                 if spec == 'auto':
                     F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
-                    sel = select_ridges(F0, gf.T_hat, U, grid=ridge_grid, center=self.center)
+                    sel = select_ridges(F0, gf.T_hat, U, grid=ridge_grid, grid_t=ridge_grid_t, center=self.center)
                     self.selections[h] = sel
                     rf, rt, how = sel.ridge_f, sel.ridge_t, 'auto'
                 else: (rf, rt), how = spec, 'given'

@@ -501,3 +501,17 @@ def test_sliders_keep_their_chart_state(tiny):
     assert sl._redraw_matplotlib(bars, 'b') is fig and sl._fig_tasks == bars['tasks']
     assert not any(k.startswith('_pta') for k in vars(fig))
     assert sl._redraw_matplotlib(dict(bars, tasks=bars['tasks'][::-1]), 'c') is not fig
+
+
+def test_text_side_ridge_search_is_floored_apart(tiny):
+    "ridge_grid_t bounds only the text filter's search; the probe side keeps its own grid, and a bigger text ridge shrinks Θ."
+    from platonic_ta.analysis import floored_ridge_grid
+    enc, grids, descs, cache = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs'], tiny['cache']
+    plain = tiny['banks']['vit_w96']
+    floored = OperatorBank.build(enc, grids, descs, cache=cache, ridge_grid_t=floored_ridge_grid(0.1))
+    for h, g in floored.grids.items():
+        assert g['ridge_t'] >= 0.1 and g['ridges'] == 'auto'
+        assert min(floored.selections[h].grid_t) == 0.1 and min(floored.selections[h].grid_f) < 0.1
+    k, h = ('rn_w16', 'colours'), grids['colours'].grid_hash
+    assert plain.grids[h]['ridge_t'] < 0.1                    # the unfloored search goes below the floor here ...
+    assert floored[k].norm() < plain[k].norm()                # ... and the floor shrinks the operator

@@ -7,6 +7,7 @@ images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control 
 (the edit must leave the other tasks' images where they are on this task's classes), 'target' gives every source the
 target's own context rows (a reference that needs the target's fine-tune, not a method). --drift takes from every
 descriptor its family's common drift (the mean of its fine-tunes of the other tasks on the task's grid; see 06_residuals).
+--text-floor floors the text-side ridge search apart from the probe side's.
 Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
@@ -94,6 +95,8 @@ if __name__ == '__main__':
     ap.add_argument('--drift', action='store_true', help="take each family's common drift from its descriptors (slow: "
                     "every fine-tune on every task's grid)")
     ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
+    ap.add_argument('--text-floor', type=float, default=None,
+                    help='floor of the text-side ridge search apart (max(floor, this)); default: the floor on both sides')
     a = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.time()
@@ -115,7 +118,8 @@ if __name__ == '__main__':
     bases = {f: Z.base(f) for f in fams}
     if a.context_rows != 'source' and not a.context: ap.error('--context-rows needs context rows: pass --context > 0')
     banks = {f: zoo_bank(bases[f], f, grids, replace_context_rows(ZD, grids, a.context_rows, f if a.context_rows == 'target' else None), fams,
-                         ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center) for f in fams}
+                         ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center,
+                         ridge_grid_t=None if a.text_floor is None else floored_ridge_grid(max(a.floor, a.text_floor))) for f in fams}
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
