@@ -40,6 +40,10 @@ PAPER = [  # (metric, effect, the paper's figure)
     ('composition.negation_control_cost_l05', 'negation at λ = 0.5: control cost (points)', '1.0 to 1.7'),
     ('composition.negation_removed_l1', 'negation at λ = 1: points removed', '35.2'),
     ('composition.negation_control_cost_l1', 'negation at λ = 1: control cost (points)', '4.5 to 6.7'),
+    ('composition.consensus_pair_gain_a05', 'the same two tasks from the consensus of the other families (points)', 'not reported'),
+    ('composition.consensus_pair_control_cost_a05', 'control cost of that composition (points)', 'not reported'),
+    ('composition.consensus_negation_removed_l05', 'negation at λ = 0.5 from the consensus: points removed', 'not reported'),
+    ('composition.consensus_negation_control_cost_l05', 'negation at λ = 0.5 from the consensus: control cost (points)', 'not reported'),
     ('composition.certified_share', 'share of evaluation records the certificate covers', '0.478'),
     ('composition.certified_changed', 'certified predictions that changed', '0'),
 ]
