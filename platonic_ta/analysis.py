@@ -268,6 +268,8 @@ def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[st
               nulls: bool = True, cache: EmbeddingCache | None = None, center: bool = False, floor_t: float | None = None) -> dict:
     """One `zoo_bank` per target family (`bases[family]` its encoder) with the ridge search floored at `floor`
     (on the text side at `max(floor, floor_t)` when `floor_t` is given); `center`: class-centred."""
+    if floor_t is not None:
+        floor_t = check_number(floor_t, 'floor_t', 0, 1, hint='the text-side ridge floor, e.g. 0.01; None: the floor on both sides')
     grid_t = None if floor_t is None else floored_ridge_grid(max(floor, floor_t))
     return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, ridge_grid=floored_ridge_grid(floor),
                         ridge_grid_t=grid_t, cache=cache, center=center) for f in families}
