@@ -26,10 +26,10 @@ from .metrics import read_metrics
 # %% auto #0
 __all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep', 'retention_rows',
            'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present', 'heldout_split',
-           'floored_ridge_grid', 'resolve_ridge_floor', 'own_edit_gain', 'heldout_ridge_floor', 'harmless_ridge_floor',
-           'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows', 'median_retention', 'null_retention', 'zoo_cells',
-           'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy',
-           'cached_probe_accuracy', 'probe_count_rows']
+           'floored_ridge_grid', 'text_floor', 'pair_gain', 'resolve_ridge_floor', 'own_edit_gain',
+           'heldout_ridge_floor', 'harmless_ridge_floor', 'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows',
+           'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary',
+           'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04d_analysis.ipynb #86ac400f
 def mean_or_nan(xs) -> float:
@@ -194,6 +194,15 @@ def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_deca
     if floor <= lo: return tuple(grid)
     return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
 
+def text_floor(floor: float, floor_t: float | None = None) -> float:
+    "The text-side ridge search's floor: `max(floor, floor_t)`, or `floor` when `floor_t` is None (no floor of its own)."
+    if floor_t is None: return floor
+    return max(floor, check_number(floor_t, 'floor_t', 0, 1, hint='the text-side ridge floor, e.g. 0.01; None: the floor on both sides'))
+
+def pair_gain(cells: Sequence[Mapping], prefix: str = '') -> float:
+    "Mean over pair cells of the two composed tasks' mean gain, in points (`prefix`: 'own_' or 'null_' for those columns)."
+    return points(mean_or_nan((c[f'{prefix}gain_a'] + c[f'{prefix}gain_b']) / 2 for c in cells))
+
 def resolve_ridge_floor(ridge_floor, report_dir=None) -> float:
     "A ridge floor: `ridge_floor` itself, or for `'composition'` the floor this stage chose and recorded in `report_dir`."
     if ridge_floor == 'composition':
@@ -268,9 +277,7 @@ def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[st
               nulls: bool = True, cache: EmbeddingCache | None = None, center: bool = False, floor_t: float | None = None) -> dict:
     """One `zoo_bank` per target family (`bases[family]` its encoder) with the ridge search floored at `floor`
     (on the text side at `max(floor, floor_t)` when `floor_t` is given); `center`: class-centred."""
-    if floor_t is not None:
-        floor_t = check_number(floor_t, 'floor_t', 0, 1, hint='the text-side ridge floor, e.g. 0.01; None: the floor on both sides')
-    grid_t = None if floor_t is None else floored_ridge_grid(max(floor, floor_t))
+    grid_t = None if floor_t is None else floored_ridge_grid(text_floor(floor, floor_t))
     return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, ridge_grid=floored_ridge_grid(floor),
                         ridge_grid_t=grid_t, cache=cache, center=center) for f in families}
 
@@ -400,11 +407,10 @@ def target_summary(target: str, scorer: Scorer, tasks: Sequence[str], single: Se
     f, bank = target, scorer.bank
     cs, cc = [c for c in single if c['target'] == f], [c for c in cons if c['target'] == f]
     ow, ws = [r for r in own_rows if r['target'] == f], [r for r in ws_rows if r['target'] == f]
-    g2 = lambda rs, k='gain': points(mean_or_nan((r[f'{k}_a'] + r[f'{k}_b']) / 2 for r in rs))
     return dict(target=f, d=bank.shape[0], route=bank.route,
                 zero_shot=points(mean_or_nan(scorer.base[t] for t in tasks)),
-                cross=g2(cs), cross_sd=points(mean_or_nan(c['sd_a'] + c['sd_b'] for c in cs) / 2), consensus=g2(cc),
-                null=g2(cs, 'null_gain'), own=g2(ow), oracle_ws=g2(ws) if ws else float('nan'),
+                cross=pair_gain(cs), cross_sd=points(mean_or_nan(c['sd_a'] + c['sd_b'] for c in cs) / 2), consensus=pair_gain(cc),
+                null=pair_gain(cs, 'null_'), own=pair_gain(ow), oracle_ws=pair_gain(ws) if ws else float('nan'),
                 oracle_ft=points(mean_or_nan(oracle[(f, t)] for t in tasks)),
                 ceiling=points(mean_or_nan(ceiling[(f, t)] for t in tasks)),
                 ctl_cross=points(mean_or_nan(c['control_gain'] for c in cs)),
@@ -462,8 +468,7 @@ def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_
             bk = zoo_banks(bases, sub, sd, families, floor, cache=cache, center=center, floor_t=floor_t)
             cs_, _ = zoo_cells({f: bk[f].scorer(eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
         s_, c_ = [c for c in cs_ if c['source'] != 'consensus'], [c for c in cs_ if c['source'] == 'consensus']
-        g2 = lambda cs, k='': points(mean_or_nan((c[f'{k}gain_a'] + c[f'{k}gain_b']) / 2 for c in cs))
-        out.append(dict(n_probes=n, own=g2(s_, 'own_'), cross=g2(s_), consensus=g2(c_), null=g2(s_, 'null_'),
+        out.append(dict(n_probes=n, own=pair_gain(s_, 'own_'), cross=pair_gain(s_), consensus=pair_gain(c_), null=pair_gain(s_, 'null_'),
                         ret_single=median_retention(s_, min_own_gain)[0], ret_consensus=median_retention(c_, min_own_gain)[0],
                         ret_null=null_retention(s_, min_own_gain)[0], n_entries=median_retention(s_, min_own_gain)[1]))
     return out

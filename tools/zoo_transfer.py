@@ -17,7 +17,7 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors
 from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
-from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
+from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, text_floor, pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
 
 def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
@@ -38,13 +38,12 @@ def pair_rows(Z, sc, ctl):
     cells, raw = runs[ctl[0]]
     single = [c for c in cells if c['source'] != 'consensus']; cons = [c for c in cells if c['source'] == 'consensus']
     own = [r for r in raw if r['source'] == r['target']]
-    g2 = lambda cs: points(mean_or_nan((c['gain_a'] + c['gain_b']) / 2 for c in cs))
     cost = lambda cs: -points(mean_or_nan(c['control_gain'] for c in cs))
     cross_cost = {k: cost([c for c in runs[k][0] if c['source'] != 'consensus']) for k in ctl}
     own_cost = mean_or_nan(cost([r for r in runs[k][1] if r['source'] == r['target']]) for k in ctl)
-    print(f'pairs at α = 0.5: cross gain {g2(single):.2f} cost {mean_or_nan(cross_cost.values()):.2f}, both gain '
+    print(f'pairs at α = 0.5: cross gain {pair_gain(single):.2f} cost {mean_or_nan(cross_cost.values()):.2f}, both gain '
           f'{mean_or_nan(c["both_gain"] for c in single):.3f}, retention {median_retention(single)[0]:.3f}; consensus gain '
-          f'{g2(cons):.2f}; own gain {g2(own):.2f} cost {own_cost:.2f}')
+          f'{pair_gain(cons):.2f}; own gain {pair_gain(own):.2f} cost {own_cost:.2f}')
     for k, v in cross_cost.items(): print(f'  cross cost on {k}: {v:.2f}')
 
 def single_rows(Z, fams, sc):
@@ -119,7 +118,7 @@ if __name__ == '__main__':
     if a.context_rows != 'source' and not a.context: ap.error('--context-rows needs context rows: pass --context > 0')
     banks = {f: zoo_bank(bases[f], f, grids, replace_context_rows(ZD, grids, a.context_rows, f if a.context_rows == 'target' else None), fams,
                          ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center,
-                         ridge_grid_t=None if a.text_floor is None else floored_ridge_grid(max(a.floor, a.text_floor))) for f in fams}
+                         ridge_grid_t=None if a.text_floor is None else floored_ridge_grid(text_floor(a.floor, a.text_floor))) for f in fams}
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
