@@ -447,10 +447,12 @@ def cached_accuracy(enc, scorer: Scorer, task: str, images, cache: EmbeddingCach
     return ((z @ s['T'].T).argmax(1) == labels).double().mean().item()
 
 def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: EmbeddingCache, C: float = 10.0) -> float:
-    "Logistic regression on `enc`'s frozen unit embeddings (cached), fitted on `train`, scored on `test`."
-    t = train.name
-    return probe_accuracy(cache.embed_images(enc, train.images, key=f'{t}-train'), train.labels,
-                          cache.embed_images(enc, test.images, key=f'{t}-eval'), test.labels, C)
+    "Logistic regression on `enc`'s frozen unit embeddings (cached), fitted on `train`, scored on `test`; the score is cached too."
+    import sklearn
+    t, C = train.name, check_number(C, 'C', lo=0, lo_open=True, hint="the probe's inverse regularisation, e.g. 10")
+    ztr, zte = cache.embed_images(enc, train.images, key=f'{t}-train'), cache.embed_images(enc, test.images, key=f'{t}-eval')
+    return cache.number('probe', dict(z_train=ztr, y_train=train.labels, z_test=zte, y_test=test.labels),
+                        lambda: probe_accuracy(ztr, train.labels, zte, test.labels, C), C=C, sklearn=sklearn.__version__)
 
 def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, floor: float,
                      n_probes: int, counts: Sequence[int], pairs: Sequence, alpha: float, controls=None,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02b_cache.ipynb #15318cdb
 from __future__ import annotations
-import hashlib, json, warnings
+import hashlib, json, math, warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -14,8 +14,8 @@ from safetensors import safe_open
 from tqdm.auto import tqdm
 
 from . import __version__
-from ._io import save_safetensors, cache_root, file_lock
-from .guards import check_count, few
+from ._io import save_safetensors, atomic_write_text, cache_root, file_lock
+from .guards import check_count, check_number, few
 from .encoders import template_ensemble, check_prompts
 from .grids import Grid, short_hash, check_images, image_hashes, set_hash, prompts_hash
 
@@ -187,3 +187,28 @@ def text_embeddings(self: EmbeddingCache, encoder, grid: Grid) -> torch.Tensor:
 def features(self: EmbeddingCache, encoder, grid: Grid) -> tuple[torch.Tensor, torch.Tensor]:
     "The grid's probe features `(u, z)` under `encoder`."
     return self.embed_features(encoder, grid.images, key=grid.task, hashes=grid.probe_hashes)
+
+# %% ../nbs/02b_cache.ipynb #c908946c
+@patch
+def number(self: EmbeddingCache, kind: str, tensors: dict, compute, **params) -> float:
+    "`compute()` (a finite number) of `tensors`, kept under `root/numbers/` by their checksum, `kind` and `params`."
+    if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
+        raise TypeError(f"tensors must be a non-empty dict of tensors the number is computed from, got {type(tensors).__name__}")
+    key = json.dumps(dict(kind=kind, checksum=tensor_checksum({k: t.detach().cpu() for k, t in tensors.items()}),
+                          params={k: str(v) for k, v in params.items()}), sort_keys=True)
+    path = self.root / 'numbers' / f"{kind}-{short_hash(key, 32)}.json"
+    try:
+        rec = json.loads(path.read_text())
+        if rec.get('key') == key and isinstance(rec.get('value'), (int, float)) and math.isfinite(rec['value']):
+            self.hits += 1
+            return float(rec['value'])
+        problem = 'its key or value does not match the request'
+    except FileNotFoundError: problem = None
+    except (OSError, ValueError, AttributeError) as e: problem = f'it cannot be read ({type(e).__name__}: {e})'
+    if problem is not None:
+        warnings.warn(f"cached number {path} is corrupt: {problem}; deleted it and recomputing", CacheCorruptionWarning)
+        path.unlink(missing_ok=True)
+    self.misses += 1
+    value = check_number(compute(), f'the {kind} number', hint='compute() must return a finite number')
+    atomic_write_text(path, json.dumps(dict(key=key, value=value, library_version=__version__)))
+    return float(value)
