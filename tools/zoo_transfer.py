@@ -1,6 +1,6 @@
 """Transfer figures of a zoo (dev tool): fine-tune gains, pair addition, single-task retention, negation, agreement.
 
-Seed 0 only, one thread; grids of 1,000 probes with 125 context images of each other task (the demo's); 1,000 test
+Seed 0 only, one thread; grids of 1,000 probes (--probes) with 125 context images of each other task (the demo's); 1,000 test
 images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control apart); single tasks at strength 1
 (median retention, by source, target and task); negation at λ = 0.5 and 1 (cross and own); descriptor cosines.
 --context-rows asks where the selectivity of a transfer comes from: 'zero' sets every descriptor's context rows to 0
@@ -86,6 +86,7 @@ if __name__ == '__main__':
     ap.add_argument('zoo', help="'full' (the built, else the shipped zoo) or a zoo folder")
     ap.add_argument('floor', type=float, help='the ridge floor of every bank, e.g. 1e-8')
     ap.add_argument('families', nargs='*', help='families to use (default: all the zoo holds; at least two)')
+    ap.add_argument('--probes', type=int, default=1000, help='probes a grid (default 1,000, the demo\'s); with --context, at most the training split (2,000)')
     ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
     ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
@@ -106,7 +107,7 @@ if __name__ == '__main__':
     Z.families = fams
     cache = EmbeddingCache(progress=False)
     corpus = world.caption_corpus(a.corpus, seed=CORPUS_SEED)[0] if a.corpus else None
-    grids = zoo_grids(Z.tasks, 1000, 0, a.context, corpus=corpus)
+    grids = zoo_grids(Z.tasks, a.probes, 0, a.context, corpus=corpus)
     ZD = zoo_descriptors(Z, grids, cache, seeds=[0], progress=False)
     if a.drift:
         gu = union_grid(list(grids.values()), task='union')
