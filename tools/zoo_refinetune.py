@@ -27,13 +27,12 @@ if __name__ == '__main__':
     src = shipped_zoo_dir() if a.zoo == 'shipped' else Path(a.zoo)
     if not (src / a.family / 'base.safetensors').exists(): ap.error(f'{src} holds no base of {a.family}')
     if a.out.resolve() in (src.resolve(), shipped_zoo_dir().resolve()): ap.error('OUT must be a scratch copy, not the zoo itself')
-    try: cfg = families.FinetuneConfig.of(a.overrides, families.finetune_recipe(a.family))
+    families.FAMILIES[a.family].finetune = {**families.FAMILIES[a.family].finetune, **a.overrides}   # this process only
+    try: print(a.family, families.finetune_recipe(a.family))   # the recipe the build records, checked
     except (KeyError, TypeError, ValueError) as e: ap.error(f'overrides {a.overrides}: {e}')
     if not a.out.exists():
         shutil.copytree(src, a.out)
         (a.out / 'MANIFEST.json').unlink(missing_ok=True)     # a copy is no shipped zoo
-    families.FAMILIES[a.family].finetune = {**families.FAMILIES[a.family].finetune, **a.overrides}   # this process only
-    print(a.family, cfg)
     for p in (a.out / a.family / 'ft').glob('*'): p.unlink()
     torch.set_num_threads(1)
     build_zoo(families=[a.family], tasks=a.tasks or world.list_tasks(controls=False), seeds=tuple(a.seeds), zoo=a.out,

@@ -86,7 +86,7 @@ if __name__ == '__main__':
     ap.add_argument('zoo', help="'full' (the built, else the shipped zoo) or a zoo folder")
     ap.add_argument('floor', type=float, help='the ridge floor of every bank, e.g. 1e-8')
     ap.add_argument('families', nargs='*', help='families to use (default: all the zoo holds; at least two)')
-    ap.add_argument('--probes', type=int, default=1000, help='probes a grid (default 1,000, the demo\'s); with --context, at most the training split (2,000)')
+    ap.add_argument('--probes', type=int, default=1000, help='probes a grid (default 1,000, the demo\'s); probes and context together fit in a task\'s training split')
     ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
     ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
