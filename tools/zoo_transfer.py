@@ -7,7 +7,11 @@ images a task; pairs at α = 0.5 (cross-model cells, the own edit, each control 
 (the edit must leave the other tasks' images where they are on this task's classes), 'target' gives every source the
 target's own context rows (a reference that needs the target's fine-tune, not a method). --drift takes from every
 descriptor its family's common drift (the mean of its fine-tunes of the other tasks on the task's grid; see 06_residuals).
---text-floor floors the text-side ridge search apart from the probe side's.
+--text-floor floors the text-side ridge search apart from the probe side's. --strengths repeats the single-task rows at
+other strengths (own and cross edits alike). --anatomy adds, per task, what a descriptor holds and how much of it an edit
+carries out: the cosine of its class-centred probe rows with the centred one-hot labels and with the base's own affinities
+less their class means, and the least-squares share of a descriptor that the edit at strength 1 realises on the probes
+(own: of the target's own; cross: of the source's, and along the target's own).
 Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
@@ -15,7 +19,7 @@ from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
-from platonic_ta.descriptors import zoo_descriptors
+from platonic_ta.descriptors import zoo_descriptors, affinity
 from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
 from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, text_floor, pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
@@ -46,12 +50,13 @@ def pair_rows(Z, sc, ctl):
           f'{pair_gain(cons):.2f}; own gain {pair_gain(own):.2f} cost {own_cost:.2f}')
     for k, v in cross_cost.items(): print(f'  cross cost on {k}: {v:.2f}')
 
-def single_rows(Z, fams, sc):
-    "Each task alone at strength 1 from every other family and the consensus: median retention over cells."
+def single_rows(Z, fams, sc, strength=1.0):
+    "Each task alone at `strength` from every other family and the consensus: median retention over cells."
     st = []
+    if strength != 1.0: print(f'at strength {strength}:')
     for f in fams:
         for t in Z.tasks:
-            gain = lambda s: sc[f].score({(s, t): 1.0}, tasks=[t])[t] - sc[f].base[t]
+            gain = lambda s: sc[f].score({(s, t): strength}, tasks=[t])[t] - sc[f].base[t]
             own = gain(f)
             for s in [g for g in fams if g != f] + ['consensus']:
                 x = gain(s)
@@ -63,6 +68,32 @@ def single_rows(Z, fams, sc):
     for t in Z.tasks:
         rs = [r for r in cr if r['task'] == t]
         print(f'  {t:<8} own {points(mean_or_nan(r["own"] for r in rs)):5.1f} cross {points(mean_or_nan(r["gain"] for r in rs)):5.1f} retention {median_of(rs)[0]:.2f}')
+
+def anatomy_rows(Z, fams, bases, grids, ZD, banks, cache):
+    "Per task, means over families (and source-target pairs): label and base-noise cosines, realised shares of descriptors."
+    cc = lambda A: A - A.mean(1, keepdim=True)
+    cos = lambda a, b: float((a * b).sum() / a.norm() / b.norm())
+    share = lambda R, U: float((R * U).sum() / (U * U).sum())
+    for t in Z.tasks:
+        g = grids[t]
+        n = len(g.probe_index)
+        y = world.load_task(t, 'train').labels[g.probe_index].long()
+        L = cc(torch.nn.functional.one_hot(y, g.M).double())
+        lab, noise, own, cross_s, cross_t = [], [], [], [], []
+        for f in fams:
+            txt = cache.text_embeddings(bases[f], g)
+            A0 = affinity(cache.image_embeddings(bases[f], g), txt).double()
+            U = cc(ZD[(f, t, 0)].U.double())[:n]
+            A0c = cc(A0)[:n]
+            lab.append(cos(U, L))
+            noise.append(cos(U, A0c - torch.stack([A0c[y == c].mean(0) for c in range(g.M)])[y]))
+            for s in fams:
+                R = cc(affinity(cache.image_embeddings(banks[f].apply({(s, t): 1.0}), g), txt).double() - A0)[:n]
+                if s == f: own.append(share(R, U))
+                else: cross_s.append(share(R, cc(ZD[(s, t, 0)].U.double())[:n])); cross_t.append(share(R, U))
+        m = statistics.mean
+        print(f'  {t:<8} descriptor cosine with the labels {m(lab):.2f}, with the base\'s noise {m(noise):+.2f}; realised: own '
+              f'{m(own):.2f}, cross {m(cross_s):.2f} of the source\'s, {m(cross_t):.2f} along the target\'s own')
 
 def negation_rows(Z, fams, sc, ctl):
     "Every task negated from every other family and from the target itself, at λ = 0.5 and 1."
@@ -94,6 +125,8 @@ if __name__ == '__main__':
                     help="the descriptors' context rows: as measured (default), zeroed, or the target's own (a reference)")
     ap.add_argument('--drift', action='store_true', help="take each family's common drift from its descriptors (slow: "
                     "every fine-tune on every task's grid)")
+    ap.add_argument('--strengths', type=float, nargs='+', default=[1.0], help='strengths of the single-task rows (default 1)')
+    ap.add_argument('--anatomy', action='store_true', help='per task: label and base-noise cosines, realised shares (slow)')
     ap.add_argument('--skip-finetunes', action='store_true', help='leave out the fine-tune rows')
     ap.add_argument('--text-floor', type=float, default=None,
                     help='floor of the text-side ridge search apart (max(floor, this)); default: the floor on both sides')
@@ -123,7 +156,8 @@ if __name__ == '__main__':
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
-    single_rows(Z, fams, sc)
+    for x in a.strengths: single_rows(Z, fams, sc, x)
+    if a.anatomy: anatomy_rows(Z, fams, bases, grids, ZD, banks, cache)
     negation_rows(Z, fams, sc, ctl)
     ag, nt = agreement_rows(ZD, fams, Z.tasks), len(Z.tasks)
     print('descriptor cosine between families (single / consensus) per task:',
