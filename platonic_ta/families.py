@@ -148,7 +148,7 @@ class FamilySpec:
             raise type(e)(f'family {self.name!r}: its fine-tune overrides {self.finetune} are not a recipe: {e}') from e
 
 LOSSES = ('clip', 'siglip')   # softmax contrastive, pairwise sigmoid
-ZOO_LOGIT_SCALE = 7.0         # the zoo fine-tunes' cross-entropy logit scale (below the families' own 10 to 13: see the text)
+ZOO_LOGIT_SCALE = 5.0         # the zoo fine-tunes' cross-entropy logit scale (below the families' own 10 to 13: see the text)
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
@@ -163,11 +163,12 @@ FAMILIES = {f.name: f for f in [
                dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
-               dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4, finetune=dict(logit_scale=ZOO_LOGIT_SCALE),
+               dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4,
+               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
                dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
-               finetune=dict(lr=3e-3, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(steps=700, lr=6e-3, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
