@@ -160,7 +160,7 @@ FAMILIES = {f.name: f for f in [
                finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
     FamilySpec('rn_w16', 128, dict(layers=(1, 1, 1, 1), width=16, image_size=32),
-               dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(logit_scale=ZOO_LOGIT_SCALE),
+               dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(distill=3.0, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
                dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4,
