@@ -168,7 +168,7 @@ FAMILIES = {f.name: f for f in [
                about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
                dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
-               finetune=dict(steps=700, lr=6e-3, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(steps=700, logit_scale=ZOO_LOGIT_SCALE),   # the shared learning rate
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
