@@ -172,7 +172,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     # the probe-count study at three counts (10's halving covers the rest), each weight-space sum on 250 images a set
     '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, center_classes=True,
-                                 ridge_floor_t=0.01, n_oracle_eval=250, probe_counts=(8, 2, 1)),
+                                 ridge_floor_t=0.012, n_oracle_eval=250, probe_counts=(8, 2, 1)),
     # the experiments before the adapter and the residuals: the longest of the stages that wait on the composition
     # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
     # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
