@@ -322,7 +322,7 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
                               'point PLATONIC_TA_ZOO at a new folder to build the current zoo, or open the old one with get_zoo(folder)')
         if not build:
             raise FileNotFoundError(f'no complete zoo in {default_zoo_dir()} or {shipped_zoo_dir()}; '
-                                    'build it: platonic_ta.zoo.build_zoo(workers=2) (five pretrainings and 40 fine-tunes: about 3,800 s of compute, half an hour with two workers)')
+                                    'build it: platonic_ta.zoo.build_zoo(workers=2) (five pretrainings and 40 fine-tunes: about 3,600 s of compute, half an hour with two workers)')
         build_zoo(zoo=default_zoo_dir(), workers=workers, progress=progress)
         return _scan(default_zoo_dir())
     path = Path(kind)
