@@ -146,8 +146,8 @@ if __name__ == '__main__':
         gu = union_grid(list(grids.values()), task='union')
         on_u = {(f, t): d for (f, t, _), d in zoo_descriptors(Z, {t: gu for t in Z.tasks}, cache, progress=False).items()}
         drift = common_drift(on_u, grids)
-        share = sorted(float(drift[k[:2]].U.norm() / D.U.norm()) for k, D in ZD.items())
-        print(f'common drift / descriptor norm: {share[0]:.2f} to {share[-1]:.2f}, median {share[len(share) // 2]:.2f}')
+        share = [float(drift[k[:2]].U.norm() / D.U.norm()) for k, D in ZD.items()]
+        print(f'common drift / descriptor norm: {min(share):.2f} to {max(share):.2f}, median {statistics.median(share):.2f}')
         ZD = without_drift(ZD, drift)
     ctl = [t for t in world.list_tasks(controls=True) if t not in Z.tasks]
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
