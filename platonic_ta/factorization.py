@@ -4,7 +4,9 @@
 
 # %% ../nbs/03_factorization.ipynb #ec2d309c
 from __future__ import annotations
-import copy, hashlib, json, math
+import copy, dataclasses, hashlib, json, math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
@@ -14,10 +16,11 @@ from .guards import check_number, check_count, check_seed, check_alloc, refuse_e
 from ._io import atomic_write
 
 # %% auto #0
-__all__ = ['as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors', 'solve_operator',
-           'embedding_route_features', 'head_route_features', 'RidgeSelection', 'select_ridges', 'plot_ridge_sweep',
-           'EditRecordError', 'EditStackError', 'weights_hash_of', 'edit_record', 'base_weights_hash', 'check_stack',
-           'record_edit', 'fold_operator', 'save_edited', 'load_edited', 'fold_rel_err']
+__all__ = ['MOVE_BUDGET', 'as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors',
+           'solve_operator', 'embedding_route_features', 'head_route_features', 'RidgeSelection', 'floored_ridge_grid',
+           'select_ridges', 'SolveConfig', 'plot_ridge_sweep', 'EditRecordError', 'EditStackError', 'weights_hash_of',
+           'edit_record', 'base_weights_hash', 'check_stack', 'record_edit', 'fold_operator', 'save_edited',
+           'load_edited', 'fold_rel_err']
 
 # %% ../nbs/03_factorization.ipynb #d928d701
 def as_tensor(x, name: str) -> torch.Tensor:
@@ -187,25 +190,59 @@ def head_route_features(a, z):
 
 # %% ../nbs/03_factorization.ipynb #4d166fb3
 class RidgeSelection(NamedTuple):
-    "Best relative ridges and the held-out score table (`scores[i, j]` for `grid_f[i]`, `grid_t[j]`)."
+    """Chosen relative ridges and the held-out tables over the two grids (`[i, j]` for `grid_f[i]`, `grid_t[j]`):
+    `scores`, the relative reconstruction error; `moves`, the movement of the held-out context rows (own rows
+    where the grid has none) relative to the descriptor's own-row size; `max_move` the budget (None: no bound);
+    `moved`, which rows `moves` measures ('context' or 'own')."""
     ridge_f: float
     ridge_t: float
     scores: torch.Tensor
     grid_f: tuple
     grid_t: tuple
+    moves: torch.Tensor | None = None
+    max_move: float | None = None
+    moved: str = 'context'
+
+    @property
+    def score(self) -> float:
+        "Held-out reconstruction error of the chosen pair."
+        return float(self.scores[self.grid_f.index(self.ridge_f), self.grid_t.index(self.ridge_t)])
+
+    @property
+    def move(self) -> float:
+        "Relative movement of the held-out context (or own) rows under the chosen pair."
+        return float('nan') if self.moves is None else float(self.moves[self.grid_f.index(self.ridge_f), self.grid_t.index(self.ridge_t)])
 
 # %% ../nbs/03_factorization.ipynb #73325c15
+def floored_ridge_grid(floor: float = 0.0, lo: float = 1e-8, hi: float = 1.0, per_decade: int = 2) -> tuple:
+    "Relative ridges from `max(floor, lo)` to `hi` (`per_decade` a decade): `select_ridges`'s search space with a floor."
+    lo = check_number(lo, 'lo', 0, lo_open=True, hint='the smallest relative ridge, e.g. 1e-8')
+    hi = check_number(hi, 'hi', lo, lo_open=True, hint='the largest relative ridge, above lo')
+    per_decade = check_count(per_decade, 'per_decade', 1, 1000)
+    floor = check_number(floor, 'ridge floor', 0, hi, hint='relative to the top squared singular value')
+    n = int(round(math.log10(hi / lo) * per_decade)) + 1
+    check_alloc(64 * n, f'a ridge grid of {n} values', 'pass fewer per_decade or a narrower [lo, hi]')
+    grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+    if floor <= lo: return tuple(grid)
+    return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
+
+# %% ../nbs/03_factorization.ipynb #ec256d62
 def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: int = 0,
-                  center: bool = False) -> RidgeSelection:
-    "Pick `(ridge_f, ridge_t)` minimising the held-out descriptor reconstruction error (centred: of `U_c`); no labels needed."
+                  center: bool = False, n_own: int | None = None, max_move: float | None = None) -> RidgeSelection:
+    """Pick `(ridge_f, ridge_t)` by the held-out descriptor reconstruction (centred: of `U_c`); rows from `n_own` on are
+    context rows; with `max_move`, only among the pairs that move the held-out context rows at most that much (see
+    the text). No labels needed."""
     grid_f = tuple(float(r) for r in (np.logspace(-8, 0, 9) if grid is None else grid))
     grid_t = grid_f if grid_t is None else tuple(float(r) for r in grid_t)
     if not grid_f or not grid_t: raise ValueError("the ridge grids must not be empty: pass e.g. np.logspace(-8, 0, 9)")
     for r in grid_f + grid_t: _check_ridge(r, 'every ridge in the grid')
     holdout = check_number(holdout, 'holdout', 0, 1, lo_open=True, hi_open=True, hint='the held-out share of probes')
     seed = check_seed(seed)
+    if max_move is not None: max_move = check_number(max_move, 'max_move', 0, lo_open=True,
+                                                     hint="the context rows' movement budget, e.g. 0.75; None: no bound")
     F0, T_hat = _prep_FT(F, T)
     N = F0.shape[0]
+    n_own = N if n_own is None else check_count(n_own, 'n_own', 1, N, hint=f"the grid's own probes, at most its {N} rows")
     n_ho = max(1, int(round(holdout * N)))
     if N - n_ho < 1: raise ValueError(f"only {N} probe(s): need at least 2 to hold some out")
     U, _ = _check_U(U, N, T_hat.shape[0], F0.device)
@@ -221,20 +258,85 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     U_ho = U[..., ho, :]
     if center: U_ho = U_ho - U_ho.mean(-1, keepdim=True)   # what a class-centred fit can reproduce
     scale = torch.linalg.vector_norm(U_ho).clamp_min(torch.finfo(dtype).tiny)
+    moved = 'context' if bool((ho >= n_own).any()) else 'own'
+    rows = (ho >= n_own) if moved == 'context' else torch.ones_like(ho, dtype=torch.bool)   # the rows whose movement counts
+    U_own = U[..., :n_own, :]
+    if center: U_own = U_own - U_own.mean(-1, keepdim=True)
+    size = U_own.pow(2).sum(-1).mean().sqrt().clamp_min(torch.finfo(dtype).tiny)         # RMS norm of an own row
     n_stack = math.prod(U.shape[:-2])
-    check_alloc(3 * n_stack * len(grid_t) * n_ho * U.shape[-1] * U.element_size(), 'select_ridges',
+    check_alloc(3 * n_stack * len(grid_t) * n_ho * max(U.shape[-1], Pt.shape[1]) * U.element_size(), 'select_ridges',
                 'pass a shorter grid_t or fewer descriptors at once')
     phis_t = torch.stack([ridge_filter(St, r * float(St.max()) ** 2) for r in grid_t])   # J × r_t
     B = phis_t[:, :, None] * H.mT                      # J × r_t × M
     scores = torch.empty(len(grid_f), len(grid_t), dtype=torch.float64)
+    moves = torch.empty(len(grid_f), len(grid_t), dtype=torch.float64)
     for i, r in enumerate(grid_f):
         A = (G * ridge_filter(Sf, r * float(Sf.max()) ** 2)) @ core.mT     # ... × n_ho × r_t
         pred = A.unsqueeze(-3) @ B                                        # ... × J × n_ho × M
         err = (pred - U_ho.unsqueeze(-3)).pow(2).sum(dim=(-2, -1))        # ... × J
         err = err.reshape(-1, len(grid_t)).sum(0)
         scores[i] = (err.sqrt() / scale).double().cpu()
-    i, j = divmod(int(torch.argmin(scores)), len(grid_t))
-    return RidgeSelection(grid_f[i], grid_t[j], scores, grid_f, grid_t)
+        # ‖F Θᵀ‖ of a row = ‖A_row diag φ_t‖ (Q_t has orthonormal columns): the whole change of its unit embedding
+        mv = (A[..., rows, :].unsqueeze(-3) * phis_t[:, None, :]).pow(2).sum(-1)   # ... × J × n_rows
+        mv = mv.reshape(-1, len(grid_t), int(rows.sum())).transpose(0, 1).reshape(len(grid_t), -1).mean(-1)
+        moves[i] = (mv.sqrt() / size).double().cpu()
+    ok = torch.ones_like(scores, dtype=torch.bool) if max_move is None else moves <= max_move
+    if bool(ok.any()): k = int(torch.argmin(torch.where(ok, scores, torch.full_like(scores, float('inf')))))
+    else: k = int(torch.argmin(moves))                 # nothing within the budget: the pair that moves them least
+    i, j = divmod(k, len(grid_t))
+    return RidgeSelection(grid_f[i], grid_t[j], scores, grid_f, grid_t, moves, max_move, moved)
+
+# %% ../nbs/03_factorization.ipynb #0bdb1116
+MOVE_BUDGET = 0.75   # the default context budget: chosen on held-out images by the rule of 04_composition
+
+@dataclass(frozen=True)
+class SolveConfig:
+    """How an operator bank chooses its ridges, per grid and without labels (see the text): held-out reconstruction,
+    among the ridge pairs that move the held-out context rows at most `max_move` (None: no bound)."""
+    max_move: float | None = MOVE_BUDGET   # context rows' movement budget, relative to the descriptor's own-row size
+    floor_f: float = 0.0                   # smallest relative ridge of the probe-side search (0: from 1e-8)
+    floor_t: float = 0.0                   # smallest relative ridge of the text-side search (0: from 1e-8)
+    center: bool = False                   # class-centred solve: fit only differences between a probe's classes
+    holdout: float = 0.25                  # share of a grid's rows held out to score the ridges
+    seed: int = 0                          # seed of that split
+    per_decade: int = 2                    # ridges per decade of the search, from 1e-8 to 1
+
+    def __post_init__(self):
+        if self.max_move is not None:
+            check_number(self.max_move, 'max_move', 0, lo_open=True,
+                         hint='the budget for how far the edit may move the context rows, e.g. 0.75; None: no bound')
+        for name in ('floor_f', 'floor_t'):
+            check_number(getattr(self, name), name, 0, 1, hint='a relative ridge floor in [0, 1], e.g. 0.01; 0: no floor')
+        if not isinstance(self.center, bool): raise TypeError(f"center must be True or False, got {self.center!r}")
+        check_number(self.holdout, 'holdout', 0, 1, lo_open=True, hi_open=True, hint='the held-out share of rows, e.g. 0.25')
+        check_seed(self.seed)
+        check_count(self.per_decade, 'per_decade', 1, 100, hint='ridges per decade of the search, e.g. 2')
+
+    @property
+    def grid_f(self) -> tuple: return floored_ridge_grid(self.floor_f, per_decade=self.per_decade)
+    @property
+    def grid_t(self) -> tuple: return floored_ridge_grid(self.floor_t, per_decade=self.per_decade)
+
+    @property
+    def rule(self) -> str:
+        "The ridge rule in words, as a bank's record states it."
+        budget = ('' if self.max_move is None else
+                  f', among the pairs that move the held-out context rows at most {self.max_move:g} times the descriptor\'s own-row size')
+        return f'held-out reconstruction ({self.holdout:g} of the rows, seed {self.seed}){budget}; no labels'
+
+    def select(self, F, T, U, n_own: int | None = None) -> RidgeSelection:
+        "`select_ridges` with this configuration (`n_own`: the grid's own probes; the rows after them are context)."
+        return select_ridges(F, T, U, self.grid_f, self.grid_t, self.holdout, self.seed, self.center, n_own, self.max_move)
+
+    def record(self) -> dict:
+        "JSON-ready: every field, the rule in words, and that no label was used."
+        return dict(dataclasses.asdict(self), rule=self.rule, labels=False)
+
+    @classmethod
+    def from_record(cls, rec: Mapping) -> 'SolveConfig':
+        "The configuration a bank's record describes (`record()`'s output; extra keys ignored)."
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in rec.items() if k in names})
 
 # %% ../nbs/03_factorization.ipynb #85ff4a57
 def plot_ridge_sweep(sel: RidgeSelection, ax=None, title: str = 'held-out descriptor error'):

@@ -13,8 +13,9 @@ import torch
 from .guards import check_count, check_seed, few
 
 # %% auto #0
-__all__ = ['CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash', 'grid_hash_of',
-           'class_prompts', 'Grid', 'grid_positions', 'make_grid', 'union_grid', 'zoo_grids', 'sub_grid']
+__all__ = ['CONTEXT_PER_TASK', 'CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash',
+           'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'world_of', 'make_grid', 'union_grid',
+           'zoo_grids', 'sub_grid']
 
 # %% ../nbs/02a_grids.ipynb #98cc5413
 def short_hash(data: bytes | str, n: int = 16) -> str:
@@ -90,6 +91,10 @@ class Grid:
     @property
     def M(self) -> int: return len(self.prompts)
     @property
+    def n_own(self) -> int:
+        "The task's own probes, the first rows; the rest are context rows (a union grid's rows are all its own)."
+        return self.N if self.probe_index is None else len(self.probe_index)
+    @property
     def probe_set_hash(self) -> str: return set_hash(self.probe_hashes)
     @property
     def prompt_set_hash(self) -> str: return prompts_hash(self.prompts)
@@ -125,12 +130,20 @@ def grid_positions(probe_hashes, prompts, want_hashes, want_prompts) -> tuple:
             torch.tensor([cpos.get(tuple(p), -1) for p in want_prompts], dtype=torch.long), missing, cmiss)
 
 # %% ../nbs/02a_grids.ipynb #648b70a2
+CONTEXT_PER_TASK = 125   # unlabeled training images of each other task that a world task's grid carries by default
+
+def world_of(name: str):
+    "The world module (`platonic_ta.world` or `platonic_ta.audio_world`) that has a task `name`, or None (a task of your own)."
+    from platonic_ta import world
+    if name in world.TASKS: return world
+    from platonic_ta import audio_world
+    return audio_world if name in audio_world.TASKS else None
+
 def _resolve_task(task, split: str = 'train'):
     if isinstance(task, str):
-        try: from platonic_ta.world import load_task
-        except ImportError as e:
-            raise ImportError(f"platonic_ta.world is not available ({e}); pass a loaded TaskData instead of the name {task!r}") from e
-        return load_task(task, split)
+        from platonic_ta import world
+        src = world_of(task) or world      # a task of the audio world loads from there; others (yours too) from world
+        return src.load_task(task, split)
     missing = [a for a in ('images', 'classnames', 'templates', 'name') if not hasattr(task, a)]
     if missing: raise TypeError(f"task must be a task name or a TaskData; {type(task).__name__} lacks {missing}")
     if getattr(task, 'split', split) != split:
@@ -138,19 +151,54 @@ def _resolve_task(task, split: str = 'train'):
                          f"load it with load_task(name, 'train')")
     return task
 
-def make_grid(task, n_probes: int, seed: int = 0, templates: Sequence[str] | None = None) -> Grid:
-    "Grid of `task` (a name, or a loaded training-split `TaskData`): `n_probes` probes drawn with a seeded permutation."
+def _draw(data, n: int, seed: int) -> torch.Tensor:
+    "The first `n` positions of `data`'s seeded permutation (a task's probes, and its context rows after them)."
+    if n > len(data.images):
+        raise ValueError(f"task {data.name!r} has {len(data.images)} images in its training split; {n} are too many: "
+                         f"ask for at most {len(data.images)}")
+    return torch.randperm(len(data.images), generator=torch.Generator().manual_seed(seed))[:n]
+
+def _context_rows(data, context, n_probes: int, n_context: int, seed: int) -> tuple[torch.Tensor | None, list]:
+    "(images, source tasks) of a grid's context rows (see `make_grid`)."
+    if context is None: return None, []
+    if isinstance(context, torch.Tensor):
+        imgs = check_images(context, 'context')
+        if imgs.shape[1:] != data.images.shape[1:]:
+            raise ValueError(f"context images are shaped {tuple(imgs.shape[1:])}, the task's {tuple(data.images.shape[1:])}: "
+                             "pass unlabeled inputs of the same kind and size")
+        return imgs, ['unlabeled']
+    if isinstance(context, str):
+        if context != 'auto':
+            raise ValueError(f"context={context!r}: pass 'auto', None, a list of tasks, or a uint8 tensor of unlabeled images")
+        src = world_of(data.name)
+        if src is None: return None, []              # a task of your own: its context is what you pass
+        context = [t for t in src.list_tasks(controls=False) if t != data.name]
+    tasks = [_resolve_task(t, 'train') for t in context]
+    tasks = [t for t in tasks if t.name != data.name]
+    if not tasks: return None, []
+    n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each context task (0: none)')
+    if n_context == 0: return None, []
+    shapes = {tuple(t.images.shape[1:]) for t in tasks} - {tuple(data.images.shape[1:])}
+    if shapes: raise ValueError(f"context tasks have inputs shaped {sorted(shapes)}, the task's {tuple(data.images.shape[1:])}: "
+                                "pass tasks of the same world")
+    rows = [t.images[_draw(t, n_probes + n_context, seed)[n_probes:]] for t in tasks]   # past each task's own probes
+    return torch.cat(rows), [t.name for t in tasks]
+
+def make_grid(task, n_probes: int, seed: int = 0, templates: Sequence[str] | None = None, context='auto',
+              n_context: int = CONTEXT_PER_TASK) -> Grid:
+    """Grid of `task` (a name, or a loaded training-split `TaskData`): `n_probes` own probes drawn with a seeded
+    permutation, then context rows (see the text): `'auto'`, `n_context` unlabeled training images of each other
+    edit task of the task's world (none for a task of your own); a list of tasks, `n_context` of each; a uint8
+    tensor, those images; None, none."""
     seed = check_seed(seed)
     data = _resolve_task(task, 'train')
-    n = len(data.images)
     if isinstance(n_probes, bool) or not isinstance(n_probes, int) or n_probes < 1:
         raise ValueError(f"n_probes must be a positive int, got {n_probes!r}")
-    if n_probes > n:
-        raise ValueError(f"task {data.name!r} has {n} images in its training split; n_probes={n_probes} is too many: "
-                         f"ask for at most {n}")
-    idx = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:n_probes]
-    return Grid(task=data.name, images=data.images[idx], prompts=class_prompts(data.classnames, templates or data.templates),
-                classnames=data.classnames, probe_index=idx, seed=int(seed))
+    idx = _draw(data, n_probes, seed)
+    ctx, sources = _context_rows(data, context, n_probes, n_context, seed)
+    images = data.images[idx] if ctx is None else torch.cat([data.images[idx], ctx])
+    return Grid(task=data.name, images=images, prompts=class_prompts(data.classnames, templates or data.templates),
+                classnames=data.classnames, probe_index=idx, seed=int(seed), sources=[data.name, *sources] if sources else [])
 
 # %% ../nbs/02a_grids.ipynb #e6c5d0d4
 def union_grid(grids: Sequence[Grid], task: str | None = None) -> Grid:
@@ -187,15 +235,11 @@ def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0,
         grids = zoo_grids(datas, n_probes, seed, n_context)
         return {t: Grid(task=t, images=torch.cat([g.images, corpus]), prompts=g.prompts, classnames=g.classnames,
                         probe_index=g.probe_index, seed=g.seed, sources=g.sources) for t, g in grids.items()}
-    if not n_context or len(datas) < 2: return {d.name: make_grid(d, n_probes, seed) for d in datas}
-    short = [f'{d.name} ({len(d.images)})' for d in datas if len(d.images) < n_probes + n_context]
+    short = [f'{d.name} ({len(d.images)})' for d in datas if n_context and len(d.images) < n_probes + n_context]
     if short: raise ValueError(f"n_probes + n_context = {n_probes + n_context} is more than the training split of {short}: "
                                f"ask for fewer context images")
-    drawn = {d.name: make_grid(d, n_probes + n_context, seed) for d in datas}   # one draw a task: own probes are its prefix
-    own = {t: sub_grid(g, n_probes) for t, g in drawn.items()}
-    return {t: Grid(task=t, images=torch.cat([g.images] + [drawn[u].images[n_probes:] for u in own if u != t]),
-                    prompts=g.prompts, classnames=g.classnames, probe_index=g.probe_index, seed=g.seed, sources=list(own))
-            for t, g in own.items()}
+    return {d.name: make_grid(d, n_probes, seed, context=[o for o in datas if o.name != d.name] if n_context else None,
+                              n_context=n_context) for d in datas}
 
 # %% ../nbs/02a_grids.ipynb #8246d0f6
 def sub_grid(grid: Grid, n: int) -> Grid:
