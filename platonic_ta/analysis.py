@@ -18,18 +18,18 @@ from .guards import check_number, check_count, check_seed, check_alloc, few
 from .grids import Grid, image_hashes, sub_grid
 from .cache import EmbeddingCache
 from .descriptors import descriptor_cosine, consensus_descriptor, shuffled_descriptor
-from .factorization import check_stack, record_edit
+from .factorization import check_stack, record_edit, SolveConfig
 from .composition import OperatorBank, check_coeff
 from .scoring import Scorer
 from .metrics import read_metrics
 
 # %% auto #0
-__all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep', 'retention_rows',
-           'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present', 'heldout_split',
-           'floored_ridge_grid', 'text_floor', 'pair_gain', 'resolve_ridge_floor', 'own_edit_gain',
-           'heldout_ridge_floor', 'harmless_ridge_floor', 'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows',
-           'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary',
-           'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
+__all__ = ['SOLVE_KEYS', 'mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep',
+           'retention_rows', 'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present',
+           'heldout_split', 'pair_gain', 'own_edit_gain', 'solve_metrics', 'resolve_solve', 'heldout_solve',
+           'cross_edit_figures', 'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows', 'median_retention',
+           'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary',
+           'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04d_analysis.ipynb #86ac400f
 def mean_or_nan(xs) -> float:
@@ -182,38 +182,9 @@ def heldout_split(task: str, exclude=None, n: int | None = None, source=world):
     return type(data)(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
 
 # %% ../nbs/04d_analysis.ipynb #fa2609be
-def floored_ridge_grid(floor: float, lo: float = 1e-8, hi: float = 1.0, per_decade: int = 2) -> tuple:
-    "Relative ridges from `max(floor, lo)` to `hi` (`per_decade` a decade): `select_ridges`'s search space with a floor."
-    lo = check_number(lo, 'lo', 0, lo_open=True, hint='the smallest relative ridge, e.g. 1e-8')
-    hi = check_number(hi, 'hi', lo, lo_open=True, hint='the largest relative ridge, above lo')
-    per_decade = check_count(per_decade, 'per_decade', 1, 1000)
-    floor = check_number(floor, 'ridge floor', 0, hi, hint='relative to the top squared singular value')
-    n = int(round(math.log10(hi / lo) * per_decade)) + 1
-    check_alloc(64 * n, f'a ridge grid of {n} values', 'pass fewer per_decade or a narrower [lo, hi]')
-    grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
-    if floor <= lo: return tuple(grid)
-    return (floor,) + tuple(r for r in grid if r > floor * (1 + 1e-9))
-
-def text_floor(floor: float, floor_t: float | None = None) -> float:
-    "The text-side ridge search's floor: `max(floor, floor_t)`, or `floor` when `floor_t` is None (no floor of its own)."
-    if floor_t is None: return floor
-    return max(floor, check_number(floor_t, 'floor_t', 0, 1, hint='the text-side ridge floor, e.g. 0.01; None: the floor on both sides'))
-
 def pair_gain(cells: Sequence[Mapping], prefix: str = '') -> float:
     "Mean over pair cells of the two composed tasks' mean gain, in points (`prefix`: 'own_' or 'null_' for those columns)."
     return points(mean_or_nan((c[f'{prefix}gain_a'] + c[f'{prefix}gain_b']) / 2 for c in cells))
-
-def resolve_ridge_floor(ridge_floor, report_dir=None) -> float:
-    "A ridge floor: `ridge_floor` itself, or for `'composition'` the floor this stage chose and recorded in `report_dir`."
-    if ridge_floor == 'composition':
-        m = read_metrics(report_dir)
-        if 'composition.ridge_floor' not in m:
-            raise ValueError(f"ridge_floor='composition' needs composition.ridge_floor in {report_dir}/metrics.json: run "
-                             "04_composition with the same report_dir first, or pass a number (0 for no floor)")
-        return float(m['composition.ridge_floor'])
-    if isinstance(ridge_floor, str):
-        raise ValueError(f"ridge_floor must be a number >= 0 or 'composition', got {ridge_floor!r}")
-    return check_number(ridge_floor, 'ridge_floor', 0, hint="a number >= 0 or 'composition'")
 
 def own_edit_gain(rows: Sequence[Mapping]) -> dict:
     "`own_gain` (mean gain of the two composed tasks) and `own_control` (mean control change), in points."
@@ -221,37 +192,66 @@ def own_edit_gain(rows: Sequence[Mapping]) -> dict:
     return dict(own_gain=points(mean_or_nan((r['gain_a'] + r['gain_b']) / 2 for r in rows)),
                 own_control=points(mean_or_nan(r['control_gain'] for r in rows)))
 
-def heldout_ridge_floor(rows: Sequence[Mapping]) -> float:
-    "The `floor` of the row (one per floor, scored on the held-out split) with the largest `own_gain + own_control`."
-    rows = list(rows)
-    if not rows: raise ValueError("no ridge floor was scored: pass one row per floor (own_edit_gain of its own rows)")
-    return max(rows, key=lambda r: r['own_gain'] + r['own_control'])['floor']
+SOLVE_KEYS = ('max_move', 'floor_f', 'floor_t', 'center')   # the fields of a stage's SolveConfig its metrics record
 
-def harmless_ridge_floor(rows: Sequence[Mapping], max_negation_cost: float | None = None) -> float:
-    """The `floor` of the row (one per floor: `gain` and `control`, points, scored on held-out data) with the largest
-    `gain` among the admissible floors: mean `control` change not negative and, with `max_negation_cost` (points),
-    the row's `negation_cost` (what a negation costs the controls) at most that. When no floor is admissible, the
-    floor that overshoots least."""
+def solve_metrics(solve: SolveConfig, stage: str = 'composition') -> dict:
+    "`{stage.solve_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound)."
+    return {f'{stage}.solve_{k}': float(0.0 if getattr(solve, k) is None else getattr(solve, k)) for k in SOLVE_KEYS}
+
+def resolve_solve(solve, report_dir=None) -> SolveConfig:
+    """A stage's `SolveConfig`: `solve` itself, `'default'` (the library's), or `'composition'` (the configuration
+    `04_composition` chose on its held-out split and recorded in `report_dir`)."""
+    if isinstance(solve, SolveConfig): return solve
+    if solve == 'default': return SolveConfig()
+    if solve == 'composition':
+        m = read_metrics(report_dir)
+        missing = [k for k in SOLVE_KEYS if f'composition.solve_{k}' not in m]
+        if missing:
+            raise ValueError(f"solve='composition' needs composition.solve_{missing[0]} in {report_dir}/metrics.json: run "
+                             "04_composition with the same report_dir first, or pass solve='default'")
+        v = {k: m[f'composition.solve_{k}'] for k in SOLVE_KEYS}
+        return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']))
+    raise ValueError(f"solve must be a SolveConfig, 'default' or 'composition', got {solve!r}")
+
+def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0):
+    """The `solve` of the row (one per candidate, scored on held-out images: `single_cost` and `pair_cost`, the points
+    cross-model single tasks at strength 1 and pairs at α = 0.5 cost the tasks they do not edit, and `pair_gain`) with
+    the largest `pair_gain` among those costing at most `max_cost` on both; none such, the one that costs least."""
     rows = list(rows)
-    if not rows: raise ValueError("no ridge floor was scored: pass one row per floor with its gain and control change")
-    keys = ('gain', 'control') + ('negation_cost',) * (max_negation_cost is not None)
-    if max_negation_cost is not None:
-        max_negation_cost = check_number(max_negation_cost, 'max_negation_cost', 0, hint='points the controls may lose')
-        bare = [r['floor'] for r in rows if 'negation_cost' not in r]
-        if bare: raise ValueError(f"floors {bare} have no negation_cost: score a negation at each floor, or pass "
-                                  "max_negation_cost=None")
-    bad = [(r['floor'], k) for r in rows for k in keys if not math.isfinite(r[k])]
-    if bad: raise ValueError(f"(floor, figure) {few(bad, 6)} is not a finite number: score every floor on held-out "
-                             "data with at least one cell and one control")
-    over = lambda r: max(0.0, -r['control']) + (0.0 if max_negation_cost is None else
-                                                max(0.0, r['negation_cost'] - max_negation_cost))
-    harmless = [r for r in rows if over(r) == 0]
-    return (max(harmless, key=lambda r: r['gain']) if harmless else min(rows, key=over))['floor']
+    if not rows: raise ValueError("no candidate was scored: pass one row per SolveConfig with its held-out figures")
+    max_cost = check_number(max_cost, 'max_cost', 0, hint='points the edits may cost the other tasks')
+    bad = [(i, k) for i, r in enumerate(rows) for k in ('single_cost', 'pair_cost', 'pair_gain') if not math.isfinite(r[k])]
+    if bad: raise ValueError(f"(row, figure) {few(bad, 6)} is not a finite number: score every candidate on held-out images")
+    over = lambda r: max(0.0, r['single_cost'] - max_cost) + max(0.0, r['pair_cost'] - max_cost)
+    ok = [r for r in rows if over(r) == 0]
+    return (max(ok, key=lambda r: r['pair_gain']) if ok else min(rows, key=over))['solve']
+
+# %% ../nbs/04d_analysis.ipynb #5342055e
+def cross_edit_figures(scorers: Mapping, pairs: Sequence, alpha: float = 0.5, strength: float = 1.0, lam: float = 0.5,
+                       controls=None) -> dict:
+    "Cross-model pairs, single tasks and negation of every target's bank (sources: the other families of `scorers`), in points."
+    pg, pc, sg, sc, nr, nc = [], [], [], [], [], []
+    tasks = list(dict.fromkeys(t for p in pairs for t in p))
+    for f, s in scorers.items():
+        ctl = _controls(s, tasks, controls)
+        for src in [g for g in scorers if g != f and g in s.bank.sources]:
+            for a, b in pairs:
+                acc = s.score({(src, a): alpha, (src, b): alpha})
+                pg.append((acc[a] - s.base[a] + acc[b] - s.base[b]) / 2)
+                pc.append(mean_or_nan(s.base[t] - acc[t] for t in s.tasks if t not in (a, b)))
+            for t in tasks:
+                acc = s.score({(src, t): strength})
+                sg.append(acc[t] - s.base[t]); sc.append(mean_or_nan(s.base[u] - acc[u] for u in s.tasks if u != t))
+                acc = s.score({(src, t): -lam})
+                nr.append(s.base[t] - acc[t]); nc.append(mean_or_nan(s.base[u] - acc[u] for u in ctl))
+    if not pg: raise ValueError(f"no cross-model cell: the scorers' banks {list(scorers)} hold no other family's operators")
+    return dict(pair_gain=points(mean_or_nan(pg)), pair_cost=points(mean_or_nan(pc)), single_gain=points(mean_or_nan(sg)),
+                single_cost=points(mean_or_nan(sc)), negation_removed=points(mean_or_nan(nr)), negation_cost=points(mean_or_nan(nc)))
 
 # %% ../nbs/04d_analysis.ipynb #53ec5abc
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
-             consensus: bool = True, nulls: bool = True, ridges='auto', ridge_grid=None,
-             cache: EmbeddingCache | None = None, null_seed: int = 0, center: bool = False, ridge_grid_t=None) -> OperatorBank:
+             consensus: bool = True, nulls: bool = True, ridges='auto', solve: SolveConfig | None = None,
+             cache: EmbeddingCache | None = None, null_seed: int = 0) -> OperatorBank:
     "Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text)."
     families, seeds = list(families), [check_seed(s) for s in seeds]
     null_seed = check_seed(null_seed, 'null_seed')
@@ -261,8 +261,8 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     tasks = [g.task for g in gl]
     missing = [(f, t, s) for f in families for t in tasks for s in seeds if (f, t, s) not in descriptors]
     if missing: raise KeyError(f"no descriptor for {few(missing, 12)}: compute them with zoo_descriptors(Z, grids, seeds=...)")
-    bank = OperatorBank.build(target, gl, {(f, t): descriptors[(f, t, 0)] for f in families for t in tasks},
-                              ridges=ridges, ridge_grid=ridge_grid, ridge_grid_t=ridge_grid_t, cache=cache, center=center)
+    bank = OperatorBank.build(target, gl, {(f, t): descriptors[(f, t, 0)] for f in families for t in tasks}, solve,
+                              ridges=ridges, cache=cache)
     more = {(source_key(f, s), t): descriptors[(f, t, s)] for f in families for t in tasks for s in seeds[1:]}
     others = [f for f in families if f != family]
     if consensus and others:
@@ -273,13 +273,11 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     if more: bank.add(more)
     return bank
 
-def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], floor: float, seeds=(0,),
-              nulls: bool = True, cache: EmbeddingCache | None = None, center: bool = False, floor_t: float | None = None) -> dict:
-    """One `zoo_bank` per target family (`bases[family]` its encoder) with the ridge search floored at `floor`
-    (on the text side at `max(floor, floor_t)` when `floor_t` is given); `center`: class-centred."""
-    grid_t = None if floor_t is None else floored_ridge_grid(text_floor(floor, floor_t))
-    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, ridge_grid=floored_ridge_grid(floor),
-                        ridge_grid_t=grid_t, cache=cache, center=center) for f in families}
+def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], solve: SolveConfig | None = None,
+              seeds=(0,), nulls: bool = True, cache: EmbeddingCache | None = None) -> dict:
+    "One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve`."
+    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, solve=solve, cache=cache)
+            for f in families}
 
 # %% ../nbs/04d_analysis.ipynb #7178faf4
 @torch.no_grad()
@@ -454,10 +452,10 @@ def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: Embedding
     return cache.number('probe', dict(z_train=ztr, y_train=train.labels, z_test=zte, y_test=test.labels),
                         lambda: probe_accuracy(ztr, train.labels, zte, test.labels, C), C=C, sklearn=sklearn.__version__)
 
-def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, floor: float,
+def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, solve: SolveConfig | None,
                      n_probes: int, counts: Sequence[int], pairs: Sequence, alpha: float, controls=None,
                      cache: EmbeddingCache | None = None, full_cells: Sequence[Mapping] | None = None,
-                     min_own_gain: float = 0.01, center: bool = False, floor_t: float | None = None) -> list:
+                     min_own_gain: float = 0.01) -> list:
     "Per probe count `n = max(4, n_probes // k)`, `k` in `counts`: gains and retention of banks on each grid's first `n` probes."
     out, n_full = [], check_count(n_probes, 'n_probes', 1, hint="the grids' own probes per task")
     families = list(bases)
@@ -467,7 +465,7 @@ def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_
         else:
             sub = {t: sub_grid(g, n) for t, g in grids.items()}                      # fewer own probes, the same context
             sd = {key: D.restrict(sub[key[1]]) for key, D in descriptors.items() if key[2] == 0}
-            bk = zoo_banks(bases, sub, sd, families, floor, cache=cache, center=center, floor_t=floor_t)
+            bk = zoo_banks(bases, sub, sd, families, solve, cache=cache)
             cs_, _ = zoo_cells({f: bk[f].scorer(eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
         s_, c_ = [c for c in cs_ if c['source'] != 'consensus'], [c for c in cs_ if c['source'] == 'consensus']
         out.append(dict(n_probes=n, own=pair_gain(s_, 'own_'), cross=pair_gain(s_), consensus=pair_gain(c_), null=pair_gain(s_, 'null_'),

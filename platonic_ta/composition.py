@@ -4,19 +4,19 @@
 
 # %% ../nbs/04_composition.ipynb #5e155b80
 from __future__ import annotations
-import json, math
+import json, math, warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 
 from . import __version__
-from .grids import Grid
+from .grids import Grid, ContextWarning
 from .cache import EmbeddingCache, read_safetensors, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope, prompt_embeddings
 from ._io import save_safetensors, atomic_write_text, pair_paths, check_pair
-from .factorization import (GridFactors, select_ridges, fold_operator, embedding_route_features,
+from .factorization import (GridFactors, SolveConfig, fold_operator, embedding_route_features,
                                        head_route_features, base_weights_hash, edit_record, EditStackError)
 from .guards import check_number, refuse_existing, check_kind, json_digest, few
 from .heads import last_layer
@@ -78,15 +78,18 @@ def check_coeff(c, key) -> float:
 # %% ../nbs/04_composition.ipynb #4847e958
 class _BankIndex:
     "The store under `OperatorBank`: operators by key, their grids, inspection, key and coefficient checks."
-    def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None, center: bool = False):
+    def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None, solve: SolveConfig | None = None):
         if route not in ROUTES: raise ValueError(f"route={route!r}: one of {ROUTES}")
-        if not isinstance(center, bool): raise TypeError(f'center must be True or False, got {center!r}')
+        solve = SolveConfig() if solve is None else solve
+        if not isinstance(solve, SolveConfig): raise TypeError(f"solve must be a SolveConfig, got {type(solve).__name__}: "
+                                                               "pass SolveConfig(...) (platonic_ta.factorization)")
         self.target_id, self.route, self.shape, self.dtype = dict(target_id), route, tuple(shape), dtype
-        self.center = center                   # every operator fits the class-centred descriptor (see 03_factorization)
+        self.solve = solve                     # how every grid's ridges are chosen (see 03_factorization)
+        self.center = solve.center             # every operator fits the class-centred descriptor (see 03_factorization)
         self._target = None
         self.target = target                   # the target encoder, when in memory (not saved); checked on assignment
         self._checksum = None                  # the bank's identity: checksum of its operators (see `identity`)
-        self.grids: dict = {}                  # grid_hash -> {'task', 'N', 'M', 'ridge_f', 'ridge_t', 'ridges'}
+        self.grids: dict = {}                  # grid_hash -> {'task', 'N', 'M', 'n_own', 'ridge_f', 'ridge_t', 'ridges', ...}
         self._ops: dict = {}                   # (source, task) -> Θ
         self._key_grid: dict = {}              # (source, task) -> grid_hash
         self._factors: dict = {}               # grid_hash -> GridFactors (memory only)
@@ -304,7 +307,7 @@ class _BankDisk(_BankGrids):
         tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
         return dict(format=_FORMAT, format_version=1, library_version=__version__, target=self.target_id,
                     route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
-                    center=self.center, grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
+                    center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
                     checksum=tensor_checksum(tensors)), tensors
 
     def save(self, path, overwrite: bool = False) -> Path:
@@ -339,8 +342,9 @@ class _BankDisk(_BankGrids):
             raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
                             f"by hand); {fix}")
         try:
-            bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']),
-                       center=man.get('center', False))   # banks saved before the setting existed are plain
+            solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
+                     SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone
+            bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']), solve=solve)
             bank.grids = {h: dict(v) for h, v in man['grids'].items()}
             for s, t, h, name in man['keys']:
                 if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
@@ -358,28 +362,27 @@ class OperatorBank(_BankDisk):
     "Operators `Θ_{(source, task)}` of one target, per grid; signed sums, folding, save/load, fast scoring."
     # --- construction ---------------------------------------------------------------------------------------
     @classmethod
-    def for_target(cls, target, route: str = 'auto', dtype=torch.float64, center: bool = False) -> 'OperatorBank':
-        "An empty bank for `target` (fill it with `add`); `center`: solve class-centred (see `03_factorization`)."
+    def for_target(cls, target, route: str = 'auto', dtype=torch.float64, solve: SolveConfig | None = None) -> 'OperatorBank':
+        "An empty bank for `target` (fill it with `add`); `solve`: how its ridges are chosen (default `SolveConfig()`)."
         route = _resolve_route(target, route)
         ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
         shape = (ll.d, ll.k + 1) if route == 'head' else (ll.d, ll.d)
-        return cls(_target_id(target), route, shape, dtype, target, center=center)
+        return cls(_target_id(target), route, shape, dtype, target, solve=solve)
 
     @classmethod
     @digest_scope()
-    def build(cls, target, grids, descriptors: Mapping, ridges='auto', route: str = 'auto',
-              cache: EmbeddingCache | None = None, ridge_grid=None, dtype=torch.float64, center: bool = False,
-              ridge_grid_t=None) -> 'OperatorBank':
-        "Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; see the section text."
-        bank = cls.for_target(target, route, dtype, center)
-        bank.add(descriptors, grids=grids, ridges=ridges, cache=cache, ridge_grid=ridge_grid, ridge_grid_t=ridge_grid_t)
+    def build(cls, target, grids, descriptors: Mapping, solve: SolveConfig | None = None, ridges='auto', route: str = 'auto',
+              cache: EmbeddingCache | None = None, dtype=torch.float64) -> 'OperatorBank':
+        """Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; `solve` chooses each grid's
+        ridges (default `SolveConfig()`), `ridges` gives them instead; see the section text."""
+        bank = cls.for_target(target, route, dtype, solve)
+        bank.add(descriptors, grids=grids, ridges=ridges, cache=cache)
         return bank
 
     @digest_scope()
-    def add(self, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None,
-            ridge_grid=None, ridge_grid_t=None) -> 'OperatorBank':
+    def add(self, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None) -> 'OperatorBank':
         """Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors). `'auto'`
-        ridges are searched over `ridge_grid` on the probe side and `ridge_grid_t` (default: `ridge_grid`) on the text side."""
+        ridges are chosen per grid by the bank's `solve` configuration; a pair (or a dict task/grid hash -> pair) gives them."""
         if not isinstance(descriptors, Mapping) or not descriptors:
             raise ValueError("descriptors must be a non-empty dict {(source, task): Descriptor or N×M tensor}")
         table = self._grid_table(grids)
@@ -402,7 +405,6 @@ class OperatorBank(_BankDisk):
             U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
             if h in self.grids and self.grids[h].get('ridge_f') is not None:
                 rf, rt = self.grids[h]['ridge_f'], self.grids[h]['ridge_t']
-                how = self.grids[h]['ridges']
                 asked = None if isinstance(ridges, str) or (isinstance(ridges, Mapping) and h not in ridges and
                                                             self.grids[h]['task'] not in ridges) \
                         else self._ridges_for(h, self.grids[h]['task'], ridges)
@@ -411,16 +413,23 @@ class OperatorBank(_BankDisk):
                                      f"{tuple(asked)}: operators of one grid share their ridges (so sums stay linear); "
                                      f"drop ridges= or build another bank")
             else:
-                spec = self._ridges_for(h, table[h].task, ridges)
+                g = table[h]
+                spec = self._ridges_for(h, g.task, ridges)
+                rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
                 if spec == 'auto':
                     F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
-                    sel = select_ridges(F0, gf.T_hat, U, grid=ridge_grid, grid_t=ridge_grid_t, center=self.center)
+                    sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own)
+                    if sel.moved == 'own':
+                        warnings.warn(f"grid {g.task!r} has no context rows: its ridges can only bound how far the edit moves "
+                                      f"the task's own held-out probes, not what it does to other images, so the edit may "
+                                      f"cost other tasks; give the grid unlabeled images of other things (make_grid(..., "
+                                      f"context=...), or platonic-ta bank --context FOLDER)", ContextWarning, stacklevel=3)
                     self.selections[h] = sel
-                    rf, rt, how = sel.ridge_f, sel.ridge_t, 'auto'
-                else: (rf, rt), how = spec, 'given'
+                    rf, rt = sel.ridge_f, sel.ridge_t
+                    rec.update(ridges='auto', heldout_error=sel.score, move=sel.move, moved=sel.moved)
+                else: (rf, rt), rec['ridges'] = spec, 'given'
+                self.grids[h] = dict(rec, ridge_f=float(rf), ridge_t=float(rt))
             thetas = gf.solve(U, rf, rt)
-            g = table[h]
-            self.grids[h] = dict(task=g.task, N=g.N, M=g.M, ridge_f=float(rf), ridge_t=float(rt), ridges=how)
             for k, th in zip(keys, thetas):
                 self._ops[k], self._key_grid[k] = th.contiguous(), h
         self._checksum = None

@@ -14,8 +14,8 @@ from .guards import check_count, check_seed, few
 
 # %% auto #0
 __all__ = ['CONTEXT_PER_TASK', 'CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash',
-           'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'world_of', 'make_grid', 'union_grid',
-           'zoo_grids', 'sub_grid']
+           'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'ContextWarning', 'world_of', 'make_grid',
+           'union_grid', 'zoo_grids', 'sub_grid']
 
 # %% ../nbs/02a_grids.ipynb #98cc5413
 def short_hash(data: bytes | str, n: int = 16) -> str:
@@ -130,6 +130,9 @@ def grid_positions(probe_hashes, prompts, want_hashes, want_prompts) -> tuple:
             torch.tensor([cpos.get(tuple(p), -1) for p in want_prompts], dtype=torch.long), missing, cmiss)
 
 # %% ../nbs/02a_grids.ipynb #648b70a2
+class ContextWarning(UserWarning):
+    "A grid has no context rows: an edit solved on it is told nothing about what to leave alone."
+
 CONTEXT_PER_TASK = 125   # unlabeled training images of each other task that a world task's grid carries by default
 
 def world_of(name: str):
