@@ -287,7 +287,7 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     return RidgeSelection(grid_f[i], grid_t[j], scores, grid_f, grid_t, moves, max_move, moved)
 
 # %% ../nbs/03_factorization.ipynb #0bdb1116
-MOVE_BUDGET = 0.75   # the default context budget: chosen on held-out images by the rule of 04_composition
+MOVE_BUDGET = 1.0    # the default context budget: chosen on held-out images by the rule of 04_composition
 
 @dataclass(frozen=True)
 class SolveConfig:
@@ -296,7 +296,7 @@ class SolveConfig:
     max_move: float | None = MOVE_BUDGET   # context rows' movement budget, relative to the descriptor's own-row size
     floor_f: float = 0.0                   # smallest relative ridge of the probe-side search (0: from 1e-8)
     floor_t: float = 0.0                   # smallest relative ridge of the text-side search (0: from 1e-8)
-    center: bool = False                   # class-centred solve: fit only differences between a probe's classes
+    center: bool = True                    # class-centred solve: fit only differences between a probe's classes
     holdout: float = 0.25                  # share of a grid's rows held out to score the ridges
     seed: int = 0                          # seed of that split
     per_decade: int = 2                    # ridges per decade of the search, from 1e-8 to 1

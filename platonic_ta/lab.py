@@ -89,7 +89,7 @@ class Lab:
 
 # %% ../nbs/92_lab.ipynb #272464f9
 LAB_PARAMETERS = dict(zoo='full', n_probes=16, n_eval=24, n_probes_zoo=32, n_eval_zoo=300, zoo_seeds=[0],
-                      alphas_zoo=[0.5], lambdas_zoo=[0, 1], ridge_floors=[1e-8], probe_counts=[1], oracle_pairs=False)
+                      alphas_zoo=[0.5], lambdas_zoo=[0, 1], move_budgets=[1.0], center_options=[True], probe_counts=[1], oracle_pairs=False)
 SLIDER_CELL = 'zsl = make_sliders'   # the source line that marks the notebook's zoo slider cell
 CHECK_CELL = '''# lab check: the library's scores for the state the page shows (written by platonic_ta.lab)
 import json as _json

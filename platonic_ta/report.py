@@ -171,24 +171,23 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=UNION),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     # the probe-count study at three counts (10's halving covers the rest), each weight-space sum on 250 images a set
-    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, center_classes=True,
-                                 ridge_floor_t=0.012, n_oracle_eval=250, probe_counts=(8, 2, 1)),
+    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, n_oracle_eval=250, probe_counts=(8, 2, 1)),
     # the experiments before the adapter and the residuals: the longest of the stages that wait on the composition
     # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
     # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
     # seeds serve the seed study
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
-                                 ridge_floor='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
+                                 solve='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
     '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
-                             adapter_batch_zoo=64, adapter_lr_zoo=1e-2, ridge_floor='composition'),
+                             adapter_batch_zoo=64, adapter_lr_zoo=1e-2, solve='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
-                               ridge_floor='composition', n_drift_zoo=UNION),
+                               solve='composition', n_drift_zoo=UNION),
 }
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 
 # %% ../nbs/90_report.ipynb #66c80dee
-NEEDS = {nb: ('04_composition.ipynb',) for nb, p in STAGES.items() if p.get('ridge_floor') == 'composition'}
+NEEDS = {nb: ('04_composition.ipynb',) for nb, p in STAGES.items() if p.get('solve') == 'composition'}
 
 def stage_order(stages, needs: dict | None = None, done=()) -> list:
     "The stages of `stages` not in `done` whose needs (within `stages`) are done, in the order a free worker takes them."
