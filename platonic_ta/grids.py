@@ -246,8 +246,9 @@ def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0,
 
 # %% ../nbs/02a_grids.ipynb #8246d0f6
 def sub_grid(grid: Grid, n: int) -> Grid:
-    """The grid's first `n` own probes, then its context rows (if any), with its prompts: for `make_grid` grids this is
-    `make_grid(task, n, seed)`, and a descriptor on the grid is cut to it with `Descriptor.restrict`."""
+    """The grid's first `n` own probes, then its context rows (if any), with its prompts: for a `make_grid` grid without
+    context rows this is `make_grid(task, n, seed, context=None)`; a descriptor on the grid is cut to it with
+    `Descriptor.restrict`."""
     own = grid.N if grid.probe_index is None else len(grid.probe_index)
     n = check_count(n, 'n', 1, own, hint=f"between 1 and the grid's {own} own probes")
     return Grid(task=grid.task, images=torch.cat([grid.images[:n], grid.images[own:]]), prompts=grid.prompts,

@@ -103,7 +103,7 @@ def test_fold_into_real_clap_architecture_is_exact(clap_enc):
 def test_descriptor_bank_and_fold_on_real_clap(clap_enc, tmp_path):
     _, enc = clap_enc
     cache = EmbeddingCache(tmp_path)
-    grids = {t: make_grid(audio_world.load_task(t, 'train', 24), 12, seed=0) for t in EDIT[:2]}
+    grids = {t: make_grid(audio_world.load_task(t, 'train', 24), 12, seed=0, context=None) for t in EDIT[:2]}
     d = enc.embed_dim
     g = torch.Generator().manual_seed(2)
     edits = {t: fold_operator(enc, 0.2 * torch.randn(d, d, generator=g, dtype=torch.float64)) for t in grids}

@@ -28,7 +28,7 @@ def tiny(tmp_path_factory):
     cache = EmbeddingCache(tmp_path_factory.mktemp('comp_cache'), progress=False)
     grids, evals = {}, {}
     for t in TASKS:
-        grids[t] = make_grid(world.load_task(t, 'train', 64), 20, seed=0)
+        grids[t] = make_grid(world.load_task(t, 'train', 64), 20, seed=0, n_context=4)
         evals[t] = world.load_task(t, 'test', 32)
     encs = {f: family_encoder(f) for f in ('vit_w96', 'siglip_map')}
     g = torch.Generator().manual_seed(0)
@@ -110,7 +110,7 @@ def test_given_ridges_and_add(tiny):
     b.add({('x', 'colours'): descs[('own', 'colours')]}, ridges={'colours': (1e-3, 1e-1)})
     assert b.ridges[h] == (1e-3, 1e-1)
     U = shuffled_descriptor(descs[('own', 'colours')], 1)
-    assert torch.allclose(b[('null', 'colours')], GridFactors(*_features(b, grids['colours'], tiny['cache'])).solve(U, 1e-3, 1e-1),
+    assert torch.allclose(b[('null', 'colours')], GridFactors(*_features(b, grids['colours'], tiny['cache']), b.center).solve(U, 1e-3, 1e-1),
                           rtol=1e-9, atol=1e-12)
 
 
@@ -365,7 +365,8 @@ def test_sliders_hold_no_output_widget(tiny):
 
 
 # --- zoo helpers -------------------------------------------------------------------------------------------------
-from platonic_ta.analysis import (source_key, null_key, zoo_seeds_present, heldout_split, floored_ridge_grid, zoo_bank,
+from platonic_ta.factorization import floored_ridge_grid, SolveConfig
+from platonic_ta.analysis import (source_key, null_key, zoo_seeds_present, heldout_split, zoo_bank,
                                   weight_space_sum, cell_rows, median_retention)
 
 
@@ -384,7 +385,7 @@ def test_names_and_floored_grid():
 
 def test_heldout_split_is_disjoint_from_probes():
     from platonic_ta.grids import image_hashes
-    gr = make_grid('colours', 100, seed=3)
+    gr = make_grid('colours', 100, seed=3, context=None)
     ho = heldout_split('colours', gr)
     assert len(ho.labels) == 2000 - 100 and ho.split == 'train-heldout'
     assert not set(image_hashes(ho.images)) & set(gr.probe_hashes)
@@ -423,7 +424,7 @@ def test_zoo_bank_sources_ridges_and_errors(tiny):
     null_s1 = shuffled_descriptor(D[('rn_w16', 'colours', 1)], 0)   # the seed's own descriptor, same permutation
     assert torch.allclose(b[('null:rn_w16@s1', 'colours')], b._factors[h].solve(null_s1, *b.ridges[h]), rtol=1e-9, atol=1e-12)
     assert not torch.allclose(b[('null:rn_w16@s1', 'colours')], b[('null:rn_w16', 'colours')])
-    b2 = zoo_bank(enc, 'own', grids, D, fams, consensus=False, nulls=False, ridge_grid=floored_ridge_grid(1e-2),
+    b2 = zoo_bank(enc, 'own', grids, D, fams, consensus=False, nulls=False, solve=SolveConfig(floor_f=1e-2, floor_t=1e-2),
                   cache=tiny['cache'])
     assert set(b2.sources) == set(fams) and all(r >= 1e-2 for v in b2.ridges.values() for r in v)
     with pytest.raises(KeyError, match='no descriptor for'): zoo_bank(enc, 'own', grids, D, fams, seeds=(0, 2))
@@ -481,13 +482,14 @@ def test_sliders_alpha_per_task(tiny):
     with pytest.raises(KeyError, match='no slider'): make_sliders(bank, sc, ['own'], tasks=['colours'], alpha={'shapes': 1.0})
 
 
-def test_statistics_and_the_heldout_floor_rule():
-    from platonic_ta.analysis import by_tertile, own_edit_gain, heldout_ridge_floor, null_retention
+def test_statistics_and_the_heldout_solve_rule():
+    from platonic_ta.analysis import by_tertile, own_edit_gain, heldout_solve, null_retention
     t = by_tertile(list(range(9)), [0, 0, 0, 1, 1, 1, 5, 5, 5], 'x')
     assert [r['median_retention'] for r in t] == [0, 1, 5] and [r['n'] for r in t] == [3, 3, 3]
-    rows = {1e-8: [dict(gain_a=0.3, gain_b=0.1, control_gain=-0.3)], 1e-2: [dict(gain_a=0.2, gain_b=0.0, control_gain=0.0)]}
-    table = [dict(floor=f, **own_edit_gain(r)) for f, r in rows.items()]
-    assert heldout_ridge_floor(table) == 1e-2 and abs(table[0]['own_gain'] - 20.0) < 1e-9
+    assert abs(own_edit_gain([dict(gain_a=0.3, gain_b=0.1, control_gain=-0.3)])['own_gain'] - 20.0) < 1e-9
+    a, b = SolveConfig(max_move=0.5), SolveConfig(max_move=2.0)
+    rows = [dict(solve=a, single_cost=1.0, pair_cost=0.5, pair_gain=4.0), dict(solve=b, single_cost=2.5, pair_cost=1.0, pair_gain=9.0)]
+    assert heldout_solve(rows) == a and heldout_solve(rows, max_cost=3.0) == b
     cells = [dict(own_gain_a=0.2, own_gain_b=0.005, null_gain_a=0.1, null_gain_b=0.0)]
     assert null_retention(cells) == (0.5, 1)
 
@@ -504,14 +506,34 @@ def test_sliders_keep_their_chart_state(tiny):
 
 
 def test_text_side_ridge_search_is_floored_apart(tiny):
-    "ridge_grid_t bounds only the text filter's search; the probe side keeps its own grid, and a bigger text ridge shrinks Θ."
-    from platonic_ta.analysis import floored_ridge_grid
+    "floor_t bounds only the text filter's search; the probe side keeps its own grid, and a bigger text ridge shrinks Θ."
     enc, grids, descs, cache = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs'], tiny['cache']
-    plain = tiny['banks']['vit_w96']
-    floored = OperatorBank.build(enc, grids, descs, cache=cache, ridge_grid_t=floored_ridge_grid(0.1))
+    floored = OperatorBank.build(enc, grids, descs, SolveConfig(max_move=None, center=False, floor_t=0.1), cache=cache)
     for h, g in floored.grids.items():
         assert g['ridge_t'] >= 0.1 and g['ridges'] == 'auto'
         assert min(floored.selections[h].grid_t) == 0.1 and min(floored.selections[h].grid_f) < 0.1
     k, h = ('rn_w16', 'colours'), grids['colours'].grid_hash
-    assert plain.grids[h]['ridge_t'] < 0.1                    # the unfloored search goes below the floor here ...
-    assert floored[k].norm() < plain[k].norm()                # ... and the floor shrinks the operator
+    below = OperatorBank.build(enc, grids, descs, SolveConfig(center=False), ridges={t: (floored.grids[grids[t].grid_hash]['ridge_f'], 1e-3)
+                                                                                      for t in TASKS}, cache=cache)
+    assert floored[k].norm() < below[k].norm()               # the same probe ridge, a text ridge under the floor: a larger Θ
+
+def test_bank_records_its_solve_and_warns_without_context(tiny, tmp_path):
+    "A bank keeps its SolveConfig and each grid's held-out figures, saves and loads them; a grid with no context rows warns."
+    from platonic_ta.grids import ContextWarning
+    enc, grids, descs, cache = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs'], tiny['cache']
+    b = tiny['banks']['vit_w96']
+    assert b.solve == SolveConfig()
+    for h, g in b.grids.items():
+        assert g['ridges'] == 'auto' and g['n_own'] == 20 and g['N'] == grids[g['task']].N and g['moved'] == 'context'
+        sel = b.selections[h]
+        assert g['move'] == sel.move and g['heldout_error'] == sel.score
+        assert sel.move <= b.solve.max_move or sel.move == float(sel.moves.min())
+    man = b.manifest()
+    assert man['solve'] == SolveConfig().record() and man['solve']['labels'] is False
+    b2 = OperatorBank.load(b.save(tmp_path / 'b').with_suffix(''))
+    assert b2.solve == b.solve and b2.grids == b.grids
+    bare = {t: make_grid(world.load_task(t, 'train', 64), 20, seed=0, context=None) for t in TASKS[:1]}
+    U = torch.randn(20, bare[TASKS[0]].M, dtype=torch.float64)
+    with pytest.warns(ContextWarning, match='no context rows'):
+        bb = OperatorBank.build(enc, bare, {('own', TASKS[0]): U}, cache=cache)
+    assert next(iter(bb.grids.values()))['moved'] == 'own'

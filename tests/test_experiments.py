@@ -171,8 +171,8 @@ def test_gradient_ascent_raises_the_cross_entropy(enc, task):
 
 
 def test_probe_subgrids_and_halving(task):
-    grid = make_grid(task, 16, 3)
-    assert sub_grid(grid, 4).grid_hash == make_grid(task, 4, 3).grid_hash
+    grid = make_grid(task, 16, 3, context=None)
+    assert sub_grid(grid, 4).grid_hash == make_grid(task, 4, 3, context=None).grid_hash
     assert halving_counts(64, 5) == [64, 32, 16, 8, 4]
     assert halving_counts(3, 4) == [3, 1, 1, 1]
     with pytest.raises(ValueError, match='between 1'): sub_grid(grid, 17)

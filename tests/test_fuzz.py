@@ -21,7 +21,8 @@ from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors
                                        edit_record, weights_hash_of, load_edited, save_edited)
 from platonic_ta.composition import OperatorBank
 from platonic_ta.scoring import certificate
-from platonic_ta.analysis import floored_ridge_grid, weight_space_sum
+from platonic_ta.factorization import floored_ridge_grid
+from platonic_ta.analysis import weight_space_sum
 from platonic_ta.descriptors import shuffled_descriptor, consensus_descriptor
 from platonic_ta.widgets import Sliders, make_sliders
 from platonic_ta.adapter import edit_cells, load_adapter, fit_adapter
@@ -833,7 +834,7 @@ def test_make_grid(tiny_task, source, size, n_probes, seed, templates, spoil, ba
     task = world.list_tasks()[-1]
     data = dict(world=lambda: world.load_task(task, 'train', size), tiny=lambda: world.load_task(tiny_task, 'train'),
                 test_split=lambda: world.load_task(task, 'test', size), name_tiny=lambda: tiny_task, object=lambda: object())[source]()
-    ok, grid = outcome('make_grid', lambda: make_grid(data, n_probes, seed=seed, templates=templates))
+    ok, grid = outcome('make_grid', lambda: make_grid(data, n_probes, seed=seed, templates=templates, context=None))
     if not ok: return
     d = world.load_task(tiny_task, 'train') if source in ('tiny', 'name_tiny') else data
     assert source in ('world', 'tiny', 'name_tiny') and isinstance(n_probes, int) and 1 <= n_probes <= len(d)
@@ -842,7 +843,7 @@ def test_make_grid(tiny_task, source, size, n_probes, seed, templates, spoil, ba
     assert torch.equal(grid.images, d.images[idx]) and grid.classnames == d.classnames and grid.M == len(d.classnames)
     tp = templates or d.templates
     assert grid.prompts == [[t.replace('{}', str(c)) for t in tp] for c in d.classnames]
-    assert make_grid(data, n_probes, seed=seed, templates=templates).grid_hash == grid.grid_hash, 'the grid is not a function of the seed'
+    assert make_grid(data, n_probes, seed=seed, templates=templates, context=None).grid_hash == grid.grid_hash, 'the grid is not a function of the seed'
 
 # --- the count ----------------------------------------------------------------------------------------------------
 def test_zz_inputs_tried():

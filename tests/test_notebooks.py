@@ -18,9 +18,9 @@ SMOKE = {
     '02_descriptors.ipynb': (dict(n_union_zoo=32), ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
     '03_factorization.ipynb': (dict(real_archs=[], n_eval_zoo=100, n_probe_train=400), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
                                                      'factorization.mean_cross_gain']),
-    '04_composition.ipynb': (dict(n_eval_zoo=100, n_oracle_eval=60, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], ridge_floors=[1e-8, 1e-2],
-                                  ridge_floor_t=0.01, ridge_floors_t=[0.01]),
-                             ['composition.slider_update_ms_tiny', 'composition.ridge_floor_t', 'composition.slider_update_ms', 'composition.certified_share',
+    '04_composition.ipynb': (dict(n_eval_zoo=100, n_oracle_eval=60, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], move_budgets=[0.5, 1.0],
+                                  center_options=[True]),
+                             ['composition.slider_update_ms_tiny', 'composition.solve_max_move', 'composition.solve_rule_heldout', 'composition.slider_update_ms', 'composition.certified_share',
                                   'composition.certified_changed', 'composition.certified_records',
                                   'composition.cells_both_gain_share', 'composition.null_beaten_share',
                                   'composition.cells_both_gain_share_own', 'composition.cross_pair_gain_a05',
@@ -28,10 +28,10 @@ SMOKE = {
                                   'composition.negation_control_cost_l05', 'composition.consensus_pair_gain_a05',
                                   'composition.consensus_pair_control_cost_a05', 'composition.consensus_negation_removed_l05',
                                   'composition.consensus_negation_control_cost_l05']),
-    '05_adapter.ipynb': (dict(n_eval_zoo=100, ridge_floors=[1e-8, 1e-2]),
+    '05_adapter.ipynb': (dict(n_eval_zoo=100),
                          ['adapter.mean_gap_to_closed_form', 'adapter.control_gap_to_closed_form', 'adapter.s_per_edit',
                               'adapter.cpu_s_per_edit', 'adapter.n_edits']),
-    '06_residuals.ipynb': (dict(ridge_floor=0.01, n_eval_zoo=100, n_context_zoo=8, n_drift_zoo=16),
+    '06_residuals.ipynb': (dict(n_eval_zoo=100, n_context_zoo=8, n_drift_zoo=16),
                            ['residuals.mean_dispersion', 'residuals.median_amplification',
                             'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement',
                             'residuals.context_source_cross_gain', 'residuals.context_target_control_cost',
@@ -52,7 +52,7 @@ SMOKE = {
 # heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
 # scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
-              'audio.certified_changed', 'audio.ridge_floor']
+              'audio.certified_changed', 'audio.solve_max_move']
 SLOW_SMOKE = {
     '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2, n_context=4, n_corpus=16), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),

@@ -16,7 +16,8 @@ from platonic_ta.descriptors import Descriptor, zoo_descriptors
 from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import OperatorBank, TargetMismatchError
-from platonic_ta.analysis import weight_space_sum, floored_ridge_grid, source_key, heldout_split
+from platonic_ta.factorization import floored_ridge_grid
+from platonic_ta.analysis import weight_space_sum, source_key, heldout_split
 from platonic_ta.scoring import certificate
 from platonic_ta.descriptors import shuffled_descriptor
 from platonic_ta.widgets import Sliders
