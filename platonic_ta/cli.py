@@ -4,70 +4,23 @@
 
 # %% ../nbs/93_cli.ipynb #bc195bd9
 from __future__ import annotations
-import argparse, dataclasses, json, os, re, sys, time, warnings
+import argparse, dataclasses, json, os, re, sys, time
 from pathlib import Path
-import torch
-import open_clip
-from . import world
-from .encoders import (DualEncoder, zero_shot_accuracy, load_open_clip, digest_scope, CHECKPOINT_EXTS,
-                                  TokenizerMissingWarning)
-from .families import FinetuneConfig
-from .training import finetune
-from .grids import make_grid
-from .cache import EmbeddingCache
-from .descriptors import Descriptor, GridMismatchError
-from .composition import OperatorBank
-from .factorization import save_edited
-from ._io import atomic_write
-from .guards import check_seed
-from .tasks import register_folder_task
 
 # %% auto #0
-__all__ = ['DELEGATED', 'VERBS', 'CLIError', 'open_clip_encoder', 'resolve_task', 'check_output', 'cmd_finetune',
-           'cmd_descriptor', 'cmd_bank', 'cmd_edit', 'cmd_eval', 'build_parser', 'check_report_runs', 'main']
+__all__ = ['DELEGATED', 'HELP', 'VERBS', 'CLIError', 'resolve_task', 'check_output', 'cmd_finetune', 'cmd_descriptor', 'cmd_bank',
+           'cmd_edit', 'cmd_eval', 'build_parser', 'check_report_runs', 'main']
 
 # %% ../nbs/93_cli.ipynb #3fe94a37
 class CLIError(Exception):
     "Bad input on the command line: printed as one line on stderr, exit status 2."
 
-def _device(device) -> torch.device | None:
-    "`device` checked before any model is built: a device this machine has."
-    if device is None: return None
-    try: dev = torch.device(device)
-    except RuntimeError as e: raise CLIError(f'device {device!r} is not a device: pass cpu, cuda or cuda:N') from e
-    if dev.type == 'cuda' and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
-        raise CLIError(f'device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s) '
-                       f'(torch {torch.__version__}); pass cpu' + (' or cuda:0' if torch.cuda.is_available() else ''))
-    return dev
-
-def _placed(enc: DualEncoder, device) -> DualEncoder:
-    if device is not None: enc.model.to(device)          # a DualEncoder runs where its model is
-    return enc
-
-def open_clip_encoder(name: str, weights: str | None = 'random', image_size: int | None = None, init_seed: int = 0,
-                      offline: bool | None = None, device=None) -> DualEncoder:
-    "An open_clip architecture as a `DualEncoder` on `device`: `weights` is 'random' (seeded init), a pretrained tag or a checkpoint file."
-    if name not in open_clip.list_models() and not name.startswith('hf-hub:'):
-        close = [m for m in open_clip.list_models() if m.lower().startswith(name.lower()[:4])][:8]
-        raise CLIError(f'unknown open_clip model {name!r}; models are open_clip.list_models()' + (f', e.g. {close}' if close else ''))
-    weights, device = 'random' if weights in (None, '', 'random', 'none') else str(weights), _device(device)
-    is_file = weights.endswith(CHECKPOINT_EXTS) or os.sep in weights or '/' in weights
-    if is_file and not Path(weights).is_file():
-        raise CLIError(f'no checkpoint file {weights}: pass an open_clip state dict (.safetensors or .pt), a pretrained tag or random')
-    with warnings.catch_warnings():
-        warnings.simplefilter('error', TokenizerMissingWarning)     # every verb embeds prompts: no tokenizer is an error here
-        try: enc = load_open_clip(name, None if weights == 'random' else weights, image_size=image_size, offline=offline,
-                                  init_seed=check_seed(init_seed, 'init_seed'))
-        except TokenizerMissingWarning as e: raise CLIError(f'no tokenizer for {name}: {e}') from e
-    if weights == 'random' or is_file:                              # a tag keeps load_open_clip's name, NAME@TAG
-        enc.name = f"{name}@{f'random:{init_seed}' if weights == 'random' else Path(weights).name}"
-    enc.meta.update(weights=weights, image_size=image_size, init_seed=init_seed)
-    return _placed(enc, device)
-
 # %% ../nbs/93_cli.ipynb #c21f438d
 def resolve_task(task: str | None, data: str | None, image_size: int | None = None, test_frac: float = 0.25,
                  split_seed: int = 0) -> str:
     "The task name of `--task` / `--data`, registering the folder for this process."
+    from platonic_ta import world
+    from platonic_ta.tasks import register_folder_task
     if data:
         folder = Path(data)
         if not folder.is_dir(): raise CLIError(f'--data {data}: no such folder (pass a folder with one subfolder per class)')
@@ -91,7 +44,8 @@ def check_output(path, overwrite: bool = False, suffix: str = '') -> Path:
     return p
 
 # %% ../nbs/93_cli.ipynb #d541913f
-def _encoder(a, model=None, weights=None) -> DualEncoder:
+def _encoder(a, model=None, weights=None):
+    from platonic_ta.encoders import open_clip_encoder
     t = time.time()
     enc = open_clip_encoder(model or a.model, weights if weights is not None else a.weights, a.image_size, a.init_seed,
                             offline=True if a.offline else None, device=a.device)
@@ -101,28 +55,52 @@ def _encoder(a, model=None, weights=None) -> DualEncoder:
 
 def _save_state_dict(model, path: Path, meta: dict, overwrite: bool):
     from safetensors.torch import save_file
+    from platonic_ta._io import atomic_write
     sd = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     atomic_write(path, lambda tmp: save_file(sd, tmp, metadata={k: json.dumps(v, default=str) for k, v in meta.items()}), overwrite)
 
+def _is_world_task(task: str) -> bool:
+    from platonic_ta.grids import world_of
+    return world_of(task) is not None
+
 def cmd_finetune(a) -> dict:
+    from platonic_ta.families import FinetuneConfig
+    from platonic_ta.training import finetune
     out = check_output(a.out, a.overwrite, '.safetensors')
     task = resolve_task(a.task, a.data, a.task_image_size, a.test_frac, a.split_seed)
     base = _encoder(a)
     cfg = {f.name: getattr(a, f.name) for f in dataclasses.fields(FinetuneConfig) if getattr(a, f.name, None) is not None}
+    if 'distill' not in cfg and not _is_world_task(task): cfg['distill'] = 0.0   # never pull your task towards this world's images
     enc, _, losses = finetune(base, task, seed=a.seed, **cfg)
     _save_state_dict(enc.model, out, dict(kind='finetune', model=a.model, base=base.name, task=task, finetune=enc.meta['finetune']), a.overwrite)
-    print(f'[platonic-ta] fine-tuned {base.name} on {task} ({len(losses)} steps, last loss {losses[-1]:.3f}): {out}')
+    print(f'[platonic-ta] fine-tuned {base.name} on {task} ({len(losses)} steps, last loss {losses[-1]:.3f}, distillation weight '
+          f'{enc.meta["finetune"].get("distill", cfg.get("distill"))}): {out}')
     return dict(path=str(out), loss_last=losses[-1])
 
+def _context(task: str, folder, n_probes: int):
+    "A grid's context: 'auto' for a task of the world; your folder of unlabeled images, at the task's size; else none."
+    if folder is None: return 'auto'
+    from platonic_ta.grids import _resolve_task
+    from platonic_ta.tasks import folder_images
+    size = _resolve_task(task, 'train').images.shape[-1]
+    return folder_images(folder, size=size)
+
 def cmd_descriptor(a) -> dict:
+    from platonic_ta.grids import make_grid
+    from platonic_ta.cache import EmbeddingCache
+    from platonic_ta.descriptors import Descriptor
     out = check_output(a.out, a.overwrite, '.json')
     task = resolve_task(a.task, a.data, a.task_image_size, a.test_frac, a.split_seed)
     base, ft = _encoder(a), _encoder(a, weights=a.finetuned)
     if ft.weights_hash() == base.weights_hash(): raise CLIError('--finetuned has the same weights as --weights: nothing to measure')
-    grid = make_grid(task, a.probes, seed=a.grid_seed)
+    grid = make_grid(task, a.probes, seed=a.grid_seed, context=_context(task, a.context, a.probes))
     D = Descriptor.from_encoders(ft, base, grid, EmbeddingCache(progress=True))
+    D.source['grid'] = dict(n_own=grid.n_own, seed=a.grid_seed, context=None if a.context is None else str(Path(a.context).resolve()))
     path = D.save(out, overwrite=a.overwrite)
-    print(f'[platonic-ta] descriptor of {task}: {D.shape[0]} probes x {D.shape[1]} classes: {path}')
+    print(f'[platonic-ta] descriptor of {task}: {grid.n_own} probes and {grid.N - grid.n_own} context rows x {D.shape[1]} '
+          f'classes: {path}')
+    if grid.N == grid.n_own: print(f'[platonic-ta] note: the grid has no context rows; pass --context FOLDER (unlabeled images of '
+                                   f'other things) so that a bank built from it knows what to leave alone')
     return dict(path=str(path), shape=list(D.shape))
 
 # %% ../nbs/93_cli.ipynb #a0627bfe
@@ -134,11 +112,38 @@ def _keyed(spec: str, what: str) -> tuple:
         return k, v
     return None, spec
 
+def _ridges(spec: str):
+    "--ridges: 'auto', or two relative ridges 'RIDGE_F,RIDGE_T'."
+    if spec == 'auto': return 'auto'
+    try:
+        rf, rt = (float(r) for r in spec.split(','))
+    except ValueError:
+        raise CLIError(f"--ridges {spec!r}: pass auto (chosen without labels) or two relative ridges RIDGE_F,RIDGE_T such as 0.01,0.01") from None
+    return rf, rt
+
+def _max_move(spec: str):
+    "--max-move: a positive number, or none (no bound)."
+    if spec.lower() == 'none': return None
+    try: return float(spec)
+    except ValueError: raise CLIError(f"--max-move {spec!r}: pass a positive number such as 1, or none") from None
+
 def cmd_bank(a) -> dict:
+    from platonic_ta import world
+    from platonic_ta.grids import make_grid
+    from platonic_ta.cache import EmbeddingCache
+    from platonic_ta.descriptors import Descriptor, GridMismatchError
+    from platonic_ta.composition import OperatorBank
+    from platonic_ta.factorization import SolveConfig
     out = check_output(a.out, a.overwrite, '.json')
+    ridges = _ridges(a.ridges)
+    kw = {}
+    if a.max_move is not None: kw['max_move'] = _max_move(a.max_move)
+    if a.no_center: kw['center'] = False
+    solve = SolveConfig(**kw)
     for d in a.data or []:
         name, folder = _keyed(d, '--data')
         resolve_task(name, folder, a.task_image_size, a.test_frac, a.split_seed)
+    ctx_given = dict(_keyed(c, '--context') for c in a.context or [])
     descs = {}
     for spec in a.descriptor:
         source, path = _keyed(spec, '--descriptor')
@@ -148,21 +153,33 @@ def cmd_bank(a) -> dict:
         descs[(source, D.task)] = D
     grids = {}
     for (source, task), D in descs.items():
-        if task not in world.TASKS and task not in world.USER_TASKS:
+        if task not in world.TASKS and task not in world.USER_TASKS and not _is_world_task(task):
             raise CLIError(f'descriptor {source}/{task}: task {task!r} is not known here; pass --data {task}=FOLDER')
-        g = grids.get(task) or make_grid(task, D.shape[0], seed=a.grid_seed)
+        made = D.source.get('grid', {})
+        folder = ctx_given.get(task, made.get('context'))
+        if folder is not None and not Path(folder).is_dir():
+            raise CLIError(f'the context images of {task} were read from {folder}, which is not there now: pass --context {task}=FOLDER')
+        g = grids.get(task) or make_grid(task, made.get('n_own', D.shape[0]), seed=made.get('seed', a.grid_seed),
+                                         context=_context(task, folder, made.get('n_own', D.shape[0])))
         try: D.check_grid(g)
         except GridMismatchError as e:
-            raise CLIError(f'{e} (pass the --data, --task-image-size and --grid-seed the descriptor was made with)') from e
+            raise CLIError(f'{e} (pass the --data, --task-image-size, --grid-seed and --context the descriptor was made with)') from e
         grids[task] = g
     target = _encoder(a)
-    ridges = 'auto' if a.ridges == 'auto' else tuple(float(r) for r in a.ridges.split(','))
-    bank = OperatorBank.build(target, list(grids.values()), descs, ridges=ridges, cache=EmbeddingCache(progress=True))
+    bank = OperatorBank.build(target, list(grids.values()), descs, solve, ridges=ridges, cache=EmbeddingCache(progress=True))
     path = bank.save(out, overwrite=a.overwrite)
     print(f'[platonic-ta] {bank}: {path}')
-    return dict(path=str(path), keys=[list(k) for k in bank.keys()])
+    print(f'[platonic-ta] ridges: {solve.rule}' if ridges == 'auto' else f'[platonic-ta] ridges given: {ridges}')
+    for h, g in bank.grids.items():
+        moved = (f", held-out error {g['heldout_error']:.3f}, {g['moved']} rows moved {g['move']:.3f} (budget {solve.max_move})"
+                 if g['ridges'] == 'auto' else '')
+        print(f"[platonic-ta]   {g['task']}: {g['n_own']} probes + {g['N'] - g['n_own']} context rows; ridge_f {g['ridge_f']:.2g}, "
+              f"ridge_t {g['ridge_t']:.2g}{moved}")
+    return dict(path=str(path), keys=[list(k) for k in bank.keys()], grids=bank.grids)
 
 def cmd_edit(a) -> dict:
+    from platonic_ta.composition import OperatorBank
+    from platonic_ta.factorization import save_edited
     out = check_output(a.out, a.overwrite, '.safetensors')
     target = _encoder(a)
     bank = OperatorBank.load(a.bank, target=target)
@@ -178,13 +195,25 @@ def cmd_edit(a) -> dict:
     return dict(path=str(path), coeffs={f'{s}/{t}': c for (s, t), c in coeffs.items()})
 
 def cmd_eval(a) -> dict:
-    task = resolve_task(a.task, a.data, a.task_image_size, a.test_frac, a.split_seed)
-    enc = _encoder(a)
-    data = world.load_task(task, a.split, a.n)
-    acc = zero_shot_accuracy(enc, data)
-    print(f'[platonic-ta] zero-shot accuracy of {enc.name} on {task}/{a.split} ({len(data)} images, '
-          f'{len(data.classnames)} classes): {acc:.4f}')
-    res = dict(model=enc.name, task=task, split=a.split, n=len(data), accuracy=acc)
+    from platonic_ta import world
+    from platonic_ta.encoders import zero_shot_accuracy
+    tasks = [resolve_task(t, a.data if i == 0 else None, a.task_image_size, a.test_frac, a.split_seed)
+             for i, t in enumerate(a.task or [None])]
+    models = {'model': _encoder(a)}
+    if a.base is not None: models['base'] = _encoder(a, weights=a.base)
+    rows = []
+    for task in tasks:
+        data = world.load_task(task, a.split, a.n)
+        acc = {k: zero_shot_accuracy(m, data) for k, m in models.items()}
+        rows.append(dict(task=task, split=a.split, n=len(data), accuracy=acc['model'], **({'base': acc['base'],
+                         'change': acc['model'] - acc['base']} if 'base' in acc else {})))
+        line = f"[platonic-ta] zero-shot accuracy on {task}/{a.split} ({len(data)} images, {len(data.classnames)} classes): "
+        print(line + (f"{acc['base']:.4f} ({models['base'].name}) -> {acc['model']:.4f} ({models['model'].name}), "
+                      f"{100 * (acc['model'] - acc['base']):+.1f} points" if 'base' in acc else f"{acc['model']:.4f} ({models['model'].name})"))
+    if 'base' in models and len(rows) > 1:
+        print(f"[platonic-ta] mean change over the {len(rows) - 1} tasks after the first: "
+              f"{100 * sum(r['change'] for r in rows[1:]) / (len(rows) - 1):+.1f} points")
+    res = dict(model=models['model'].name, base=models['base'].name if 'base' in models else None, tasks=rows)
     if a.json:
         p = check_output(a.json, True)
         p.write_text(json.dumps(res, indent=1))
@@ -192,6 +221,11 @@ def cmd_eval(a) -> dict:
 
 # %% ../nbs/93_cli.ipynb #fabfe86e
 DELEGATED = ('demo', 'report', 'sweep')
+HELP = {'finetune': "LoRA fine-tune of a model's image tower on a task -> checkpoint",
+        'descriptor': 'fine-tuned + base checkpoint + task -> descriptor file',
+        'bank': 'descriptors + target model -> operator bank file',
+        'edit': 'bank + strengths -> edited target checkpoint (safetensors open_clip loads)',
+        'eval': 'zero-shot accuracy of a checkpoint on one or more tasks, beside a base model'}
 
 def _model_args(p, role: str = 'model'):
     p.add_argument('--model', required=True, help=f'open_clip architecture of the {role}, e.g. ViT-B-32, RN50')
@@ -201,12 +235,13 @@ def _model_args(p, role: str = 'model'):
     p.add_argument('--device', default='cpu', help="where the model runs: cpu, cuda, cuda:1, …")
     p.add_argument('--offline', action='store_true', help='never download (as HF_HUB_OFFLINE=1): a missing file says which to put where')
 
-def _task_args(p, many: bool = False):
+def _task_args(p, many: bool = False, tasks: bool = False):
     if many:
         p.add_argument('--data', action='append', metavar='TASK=FOLDER', help='image folder of a descriptor\'s task (repeat)')
     else:
         p.add_argument('--data', default=None, help='image folder: one subfolder per class (train/ and test/ optional)')
-        p.add_argument('--task', default=None, help='task name (a task of the world, or the name given to --data)')
+        p.add_argument('--task', default=None, action='append' if tasks else 'store',
+                       help='task name (a task of the world, or the name given to --data)' + ('; repeat for more tasks' if tasks else ''))
     p.add_argument('--task-image-size', type=int, default=None, help='resize the folder\'s images to this square size on load')
     p.add_argument('--test-frac', type=float, default=0.25, help='share of each class held out for testing (no train/ test/)')
     p.add_argument('--split-seed', type=int, default=0, help='seed of the train/test split and of the image order')
@@ -216,36 +251,56 @@ def _out_args(p, what: str):
     p.add_argument('--overwrite', action='store_true', help='replace an existing output')
 
 # %% ../nbs/93_cli.ipynb #1b2286c6
-def build_parser() -> argparse.ArgumentParser:
+def _verb_args(verb: str, p):
+    if verb == 'finetune':
+        from platonic_ta.families import FinetuneConfig
+        _model_args(p); _task_args(p); _out_args(p, 'fine-tuned checkpoint (.safetensors)')
+        p.add_argument('--seed', type=int, default=0, help='seed of the fine-tune')
+        for f in dataclasses.fields(FinetuneConfig):
+            if f.type in ('int', 'float', int, float):
+                extra = (' for a task of the world; 0 for your own data, whose fine-tune is not pulled towards this world\'s '
+                         'images' if f.name == 'distill' else '')
+                p.add_argument(f'--{f.name.replace("_", "-")}', dest=f.name, type=type(f.default), default=None,
+                               help=f'fine-tune setting (default {f.default}{extra})')
+    elif verb == 'descriptor':
+        _model_args(p); _task_args(p); _out_args(p, 'descriptor (.json + .safetensors)')
+        p.add_argument('--finetuned', required=True, help='checkpoint of the fine-tuned model (same architecture as --model)')
+        p.add_argument('--probes', type=int, default=64, help='probe images of the grid')
+        p.add_argument('--grid-seed', type=int, default=0, help='seed that draws the probes')
+        p.add_argument('--context', default=None, metavar='FOLDER',
+                       help='unlabeled images of other things (any layout), added to the grid after its probes: a bank then '
+                            'learns what the edit must leave alone (a task of the world takes the other tasks\' images by default)')
+    elif verb == 'bank':
+        _model_args(p, 'target'); _task_args(p, many=True); _out_args(p, 'bank (.json + .safetensors)')
+        p.add_argument('--descriptor', action='append', required=True, metavar='[SOURCE=]PATH', help='a descriptor file (repeat)')
+        p.add_argument('--grid-seed', type=int, default=0, help='the seed the descriptors\' probes were drawn with (if they do not record it)')
+        p.add_argument('--context', action='append', metavar='TASK=FOLDER',
+                       help="a descriptor's context images, where they are now (default: the folder it recorded)")
+        p.add_argument('--ridges', default='auto', help="'auto' (chosen per grid without labels: see --max-move) or 'RIDGE_F,RIDGE_T'")
+        p.add_argument('--max-move', default=None, metavar='BETA',
+                       help='how far the edit may move the held-out context images, relative to the change the descriptor '
+                            'asks of its own probes (default: the library\'s, chosen on held-out images; none: no bound)')
+        p.add_argument('--no-center', action='store_true', help='fit the whole descriptor, not only the differences between classes')
+    elif verb == 'edit':
+        _model_args(p, 'target'); _out_args(p, 'edited checkpoint (.safetensors)')
+        p.add_argument('--bank', required=True, help='bank file written by `platonic-ta bank`')
+        p.add_argument('--strength', type=float, default=None, help='coefficient of every operator in the bank')
+        p.add_argument('--coeff', action='append', metavar='SOURCE/TASK=C', help='coefficient of one operator (repeat; negative negates)')
+    elif verb == 'eval':
+        _model_args(p); _task_args(p, tasks=True)
+        p.add_argument('--base', default=None, metavar='WEIGHTS', help='also score these weights of the same architecture '
+                       "(e.g. random, or the unedited checkpoint) and print the change")
+        p.add_argument('--split', default='test', choices=['train', 'test'])
+        p.add_argument('-n', type=int, default=None, help='at most this many images')
+        p.add_argument('--json', default=None, help='also write the result to this JSON file')
+
+def build_parser(verb: str | None = '*') -> argparse.ArgumentParser:
+    "The `platonic-ta` parser, with the arguments of `verb` (`'*'`: every verb; None: none, for the verb list alone)."
     ap = argparse.ArgumentParser(prog='platonic-ta', description='Cross-model task arithmetic on open_clip models and your own data.')
     sub = ap.add_subparsers(dest='verb', metavar='VERB', required=True)
-    p = sub.add_parser('finetune', help='LoRA fine-tune of a model\'s image tower on a task -> checkpoint')
-    _model_args(p); _task_args(p); _out_args(p, 'fine-tuned checkpoint (.safetensors)')
-    p.add_argument('--seed', type=int, default=0, help='seed of the fine-tune')
-    for f in dataclasses.fields(FinetuneConfig):
-        if f.type in ('int', 'float', int, float):
-            p.add_argument(f'--{f.name.replace("_", "-")}', dest=f.name, type=type(f.default), default=None,
-                           help=f'fine-tune setting (default {f.default})')
-    p = sub.add_parser('descriptor', help='fine-tuned + base checkpoint + task -> descriptor file')
-    _model_args(p); _task_args(p); _out_args(p, 'descriptor (.json + .safetensors)')
-    p.add_argument('--finetuned', required=True, help='checkpoint of the fine-tuned model (same architecture as --model)')
-    p.add_argument('--probes', type=int, default=64, help='probe images of the grid')
-    p.add_argument('--grid-seed', type=int, default=0, help='seed that draws the probes')
-    p = sub.add_parser('bank', help='descriptors + target model -> operator bank file')
-    _model_args(p, 'target'); _task_args(p, many=True); _out_args(p, 'bank (.json + .safetensors)')
-    p.add_argument('--descriptor', action='append', required=True, metavar='[SOURCE=]PATH', help='a descriptor file (repeat)')
-    p.add_argument('--grid-seed', type=int, default=0, help='the seed the descriptors\' probes were drawn with')
-    p.add_argument('--ridges', default='auto', help="'auto' (label-free choice) or 'RIDGE_F,RIDGE_T'")
-    p = sub.add_parser('edit', help='bank + strengths -> edited target checkpoint (safetensors open_clip loads)')
-    _model_args(p, 'target'); _out_args(p, 'edited checkpoint (.safetensors)')
-    p.add_argument('--bank', required=True, help='bank file written by `platonic-ta bank`')
-    p.add_argument('--strength', type=float, default=None, help='coefficient of every operator in the bank')
-    p.add_argument('--coeff', action='append', metavar='SOURCE/TASK=C', help='coefficient of one operator (repeat; negative negates)')
-    p = sub.add_parser('eval', help='zero-shot accuracy of a checkpoint on a task')
-    _model_args(p); _task_args(p)
-    p.add_argument('--split', default='test', choices=list(world.SPLITS))
-    p.add_argument('-n', type=int, default=None, help='at most this many images')
-    p.add_argument('--json', default=None, help='also write the result to this JSON file')
+    for v, h in HELP.items():
+        p = sub.add_parser(v, help=h, description=h)
+        if verb in ('*', v): _verb_args(v, p)
     for v in DELEGATED: sub.add_parser(v, help=f'the packaged {v} (platonic-ta {v} --help)', add_help=False)
     return ap
 
@@ -271,11 +326,15 @@ def main(argv=None) -> int:
             from platonic_ta import report
             if argv[0] == 'report' and not {'-h', '--help'} & set(argv): check_report_runs(argv[1:])
             return report.main(argv)
-        a = build_parser().parse_args(argv)
+        verb = next((x for x in argv if not x.startswith('-')), None)
+        a = build_parser(verb if verb in VERBS else None).parse_args(argv)
+        from platonic_ta.encoders import digest_scope
         with digest_scope(): VERBS[a.verb](a)     # a model's weights are read once per command
         return 0
-    except (CLIError, GridMismatchError, KeyError, ValueError, TypeError, FileNotFoundError, PermissionError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+    except (CLIError, KeyError, ValueError, TypeError, FileNotFoundError, PermissionError) as e:
+        msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+        if isinstance(e, FileNotFoundError) and '--offline' not in argv and 'offline' not in msg:
+            msg += ' (with no network, pass --offline: nothing is downloaded and a missing file is named)'
         print(f'platonic-ta {argv[0] if argv else ""}: error: {msg}', file=sys.stderr)
         return 2
 

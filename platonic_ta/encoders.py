@@ -19,7 +19,8 @@ from .families import WordTokenizer, CONTEXT_LENGTH, family_spec, create_family_
 __all__ = ['CHECKPOINT_EXTS', 'tokenizer_fingerprint', 'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder',
            'family_encoder', 'template_ensemble', 'check_prompts', 'prompt_embeddings', 'class_embeddings', 'predict',
            'zero_shot_accuracy', 'probe_accuracy', 'linear_probe_accuracy', 'TokenizerMissingWarning', 'hub_offline',
-           'hub_mode', 'CheckpointError', 'read_state_dict', 'check_state_dict', 'load_open_clip']
+           'hub_mode', 'CheckpointError', 'read_state_dict', 'check_state_dict', 'load_open_clip',
+           'checkpoint_metadata', 'check_recorded_hash', 'check_device', 'open_clip_encoder']
 
 # %% ../nbs/01f_encoders.ipynb #160efea0
 def tokenizer_fingerprint(tok) -> str:
@@ -116,6 +117,7 @@ class DualEncoder:
     def features(self, images: torch.Tensor, batch_size: int = 512):
         "(u, z): the last affine layer's input and the embedding, for uint8 images (float32, on the CPU)."
         self.model.eval()
+        if len(images) == 0: raise ValueError('no images to encode: pass at least one image (a task or folder with none left?)')
         us, zs = [], []
         for i in range(0, len(images), batch_size):
             u, z = image_features(self.model.visual, self.preprocess(images[i:i + batch_size]))
@@ -352,6 +354,63 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
     cfg = getattr(model.visual, 'preprocess_cfg', {}) or {}
     size = image_size or (model.visual.image_size[0] if isinstance(getattr(model.visual, 'image_size', None), (tuple, list))
                           else getattr(model.visual, 'image_size', 224))
-    return DualEncoder(f'{name}@{pretrained}', model.eval(), tokenizer, size, cfg.get('mean', open_clip.OPENAI_DATASET_MEAN),
-                       cfg.get('std', open_clip.OPENAI_DATASET_STD),
-                       meta={'open_clip': name, 'pretrained': pretrained, 'image_size': image_size, 'init_seed': init_seed})
+    enc = DualEncoder(f'{name}@{pretrained}', model.eval(), tokenizer, size, cfg.get('mean', open_clip.OPENAI_DATASET_MEAN),
+                      cfg.get('std', open_clip.OPENAI_DATASET_STD),
+                      meta={'open_clip': name, 'pretrained': pretrained, 'image_size': image_size, 'init_seed': init_seed})
+    if looks_like_file: check_recorded_hash(enc, pretrained)
+    return enc
+
+def checkpoint_metadata(path) -> dict:
+    "The metadata of a `.safetensors` file's header ({} for other files)."
+    if Path(path).suffix != '.safetensors': return {}
+    from safetensors import safe_open
+    try:
+        with safe_open(str(path), framework='pt') as f: return dict(f.metadata() or {})
+    except Exception as e:
+        raise CheckpointError(f'{path} is not a readable safetensors file ({type(e).__name__}: {str(e)[:200]}); save or download it again') from e
+
+def check_recorded_hash(enc: DualEncoder, path) -> None:
+    "A checkpoint that records its weights hash (`save_edited` writes one) must load to those weights, or it is damaged."
+    want = checkpoint_metadata(path).get('weights_hash')
+    if want is None: return
+    got = enc.weights_hash()
+    if got != want:
+        raise CheckpointError(f'{path} is damaged: its weights hash to {got}, not to the {want} recorded when it was saved; '
+                              'save or copy it again')
+
+
+
+# %% ../nbs/01f_encoders.ipynb #a742922a
+def check_device(device) -> torch.device | None:
+    "`device` (None, a string or a torch.device) as a torch.device this machine has: CPU or CUDA."
+    if device is None: return None
+    try: dev = torch.device(device)
+    except (RuntimeError, TypeError) as e: raise ValueError(f'device {device!r} is not a device: pass cpu, cuda or cuda:N') from e
+    if dev.type not in ('cpu', 'cuda'):
+        raise ValueError(f"device {device!r}: platonic_ta runs models on 'cpu' or 'cuda' only ({dev.type!r} is not supported): "
+                         "pass cpu, cuda or cuda:N")
+    if dev.type == 'cuda' and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f'device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s) '
+                         f'(torch {torch.__version__}); pass cpu' + (' or cuda:0' if torch.cuda.is_available() else ''))
+    return dev
+
+def open_clip_encoder(name: str, weights: str | None = 'random', image_size: int | None = None, init_seed: int = 0,
+                      offline: bool | None = None, device=None) -> DualEncoder:
+    "An open_clip architecture as a `DualEncoder` on `device`: `weights` is 'random' (seeded init), a pretrained tag or a checkpoint file."
+    if name not in open_clip.list_models() and not name.startswith('hf-hub:'):
+        close = [m for m in open_clip.list_models() if m.lower().startswith(name.lower()[:4])][:8]
+        raise KeyError(f'unknown open_clip model {name!r}; models are open_clip.list_models()' + (f', e.g. {close}' if close else ''))
+    weights, device = 'random' if weights in (None, '', 'random', 'none') else str(weights), check_device(device)
+    is_file = weights.endswith(CHECKPOINT_EXTS) or os.sep in weights or '/' in weights
+    if is_file and not Path(weights).is_file():
+        raise FileNotFoundError(f'no checkpoint file {weights}: pass an open_clip state dict (.safetensors or .pt), a pretrained tag or random')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', TokenizerMissingWarning)     # every use embeds prompts: no tokenizer is an error here
+        try: enc = load_open_clip(name, None if weights == 'random' else weights, image_size=image_size, offline=offline,
+                                  init_seed=check_seed(init_seed, 'init_seed'))
+        except TokenizerMissingWarning as e: raise ValueError(f'no tokenizer for {name}: {e}') from e
+    if weights == 'random' or is_file:                              # a tag keeps load_open_clip's name, NAME@TAG
+        enc.name = f"{name}@{f'random:{init_seed}' if weights == 'random' else Path(weights).name}"
+    enc.meta.update(weights=weights, image_size=image_size, init_seed=init_seed)
+    if device is not None: enc.model.to(device)                    # a DualEncoder runs where its model is
+    return enc

@@ -12,9 +12,9 @@ from .world import TaskData, SPLITS, register_task
 from .guards import check_count, check_number, check_seed
 
 # %% auto #0
-__all__ = ['IMAGE_EXTS', 'DEFAULT_TEMPLATES', 'as_uint8_images', 'FolderSource', 'TensorSource', 'DatasetSource',
-           'stratified_split', 'SourceTask', 'folder_task', 'register_folder_task', 'register_tensor_task',
-           'register_dataset_task', 'make_image_folder']
+__all__ = ['IMAGE_EXTS', 'DEFAULT_TEMPLATES', 'as_uint8_images', 'read_image', 'folder_images', 'FolderSource', 'TensorSource',
+           'DatasetSource', 'stratified_split', 'SourceTask', 'folder_task', 'register_folder_task',
+           'register_tensor_task', 'register_dataset_task', 'make_image_folder']
 
 # %% ../nbs/00b_tasks.ipynb #1f963a41
 def as_uint8_images(x, size: int | None = None) -> torch.Tensor:
@@ -102,6 +102,37 @@ def _check_templates(templates, where: str) -> list:
     return templates
 
 # %% ../nbs/00b_tasks.ipynb #d4a084e8
+def read_image(path) -> torch.Tensor:
+    "The image file `path` as uint8 (3, H, W): 16-bit greyscale scaled to 8 bits; a file PIL cannot read names itself."
+    from PIL import Image
+    try:
+        with Image.open(path) as im:
+            mode = im.mode
+            if mode in ('I;16', 'I;16B', 'I;16L', 'I;16N', 'I'):          # 16-bit greyscale (PNG opens it as 'I' or 'I;16')
+                a = np.asarray(im, dtype=np.int64)
+                if a.min() < 0 or a.max() > 65535:
+                    raise ValueError(f'greyscale values outside 0-65535 ({a.min()}..{a.max()}): save it as 8- or 16-bit')
+                a = np.repeat(np.round(a / 257.0).astype(np.uint8)[..., None], 3, axis=-1)
+            elif mode == 'F':
+                raise ValueError('a floating-point image: save it as an 8- or 16-bit image')
+            else: a = np.asarray(im.convert('RGB'))
+    except Exception as e:
+        raise ValueError(f'cannot read image {path} ({type(e).__name__}: {e}): replace or remove the file') from e
+    return torch.from_numpy(np.ascontiguousarray(a)).permute(2, 0, 1)
+
+def folder_images(folder, size: int | None = None, limit: int | None = None) -> torch.Tensor:
+    "Every image file under `folder` (any depth, sorted by path; the first `limit`) as uint8 (n, 3, size, size)."
+    root = Path(folder)
+    if not root.is_dir(): raise FileNotFoundError(f'no folder {root}: pass a folder of images (any layout)')
+    paths = sorted(p for p in root.rglob('*') if p.is_file() and p.suffix.lower() in IMAGE_EXTS)
+    if limit is not None: paths = paths[:check_count(limit, 'limit', 1, hint='the most images to read')]
+    if not paths: raise ValueError(f'{root} holds no image (extensions {", ".join(IMAGE_EXTS)}): add images, or pass another folder')
+    imgs = [as_uint8_images(read_image(p)[None], size) for p in tqdm(paths, desc=f'images of {root.name}', leave=False)]
+    shapes = {tuple(x.shape[1:]) for x in imgs}
+    if len(shapes) > 1: raise ValueError(f'{root} holds images of {len(shapes)} sizes {sorted(shapes)[:4]}: pass size= to resize them')
+    return torch.cat(imgs)
+
+# %% ../nbs/00b_tasks.ipynb #2d4412c9
 class FolderSource:
     "The images of an ImageFolder-style directory, listed (not decoded): `labels`, `classnames`, `templates`, `image(i)`."
     def __init__(self, root, classnames: Sequence[str] | None = None, templates: Sequence[str] | None = None):
@@ -133,13 +164,8 @@ class FolderSource:
     def __len__(self): return len(self.paths)
 
     def image(self, i: int) -> torch.Tensor:
-        "Image `i` as uint8 (3, H, W), decoded now; a file PIL cannot read names itself."
-        from PIL import Image
-        try:
-            with Image.open(self.paths[i]) as im: a = np.asarray(im.convert('RGB'))
-        except Exception as e:
-            raise ValueError(f'cannot read image {self.paths[i]} ({type(e).__name__}: {e}): replace or remove the file') from e
-        return torch.from_numpy(a.copy()).permute(2, 0, 1)
+        "Image `i` as uint8 (3, H, W), decoded now (`read_image`)."
+        return read_image(self.paths[i])
 
     def __repr__(self): return f'FolderSource({str(self.root)!r}, {len(self)} images, classes {self.classnames})'
 

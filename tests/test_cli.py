@@ -4,7 +4,8 @@ import pytest, torch
 import open_clip
 from platonic_ta import world
 from platonic_ta.tasks import make_image_folder, register_folder_task
-from platonic_ta.cli import main, open_clip_encoder
+from platonic_ta.cli import main
+from platonic_ta.encoders import open_clip_encoder
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.encoders import zero_shot_accuracy, digest_scope
@@ -56,7 +57,7 @@ def test_an_image_folder_from_one_open_clip_model_into_another_through_the_api_a
         rc, err = run(capsys, 'eval', *tgt, '--weights', tmp_path / 'edited.safetensors', '--data', folder, '--task', name,
                       '--json', tmp_path / 'after.json')
         assert rc == 0, err
-        after = json.loads((tmp_path / 'after.json').read_text())
+        after = json.loads((tmp_path / 'after.json').read_text())['tasks'][0]
 
         B = open_clip_encoder(target, 'random', image_size=32, init_seed=1)   # the target, as the command line built it
         with digest_scope():                                                 # each model's weights are read once
@@ -91,7 +92,7 @@ def test_the_whole_path_on_the_command_line(tmp_path, cache_dir):
     assert model.visual.attnpool.c_proj.weight.shape == (1024, 2048)
     for weights, out in (('random', 'before.json'), (tmp_path / 'edited.safetensors', 'after.json')):
         cli('eval', '--model', 'RN50', '--image-size', 32, '--init-seed', 1, '--weights', weights, *data, '--json', tmp_path / out)
-    before, after = (json.loads((tmp_path / f).read_text()) for f in ('before.json', 'after.json'))
+    before, after = (json.loads((tmp_path / f).read_text())['tasks'][0] for f in ('before.json', 'after.json'))
     assert before['n'] == after['n'] == 6 and 0 <= before['accuracy'] <= 1 and 0 <= after['accuracy'] <= 1
     r = cli('edit', *tgt, '--bank', tmp_path / 'bank.json', '--strength', 1.0, '--out', tmp_path / 'edited', check=False)
     assert r.returncode == 2 and '--overwrite' in r.stderr          # saved work is never overwritten silently

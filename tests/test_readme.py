@@ -28,6 +28,9 @@ def test_readme_quick_start_transfers_a_task(root, cache_dir):
     assert m, f'the quick start printed {out.getvalue()!r}'
     before, after, gain = float(m[3]), float(m[4]), float(m[5])
     assert abs(after - before - gain) < 0.06 and gain >= 10, f'a transfer of {gain} points'
+    o = re.search(r'the other (\d+) tasks: ([+-][\d.]+) points on average', out.getvalue())
+    assert o, f'the quick start does not print what the edit does to the other tasks: {out.getvalue()!r}'
+    assert int(o[1]) == len(platonic_ta.list_tasks()) - 1 and float(o[2]) >= -3, f'the other tasks moved by {o[2]} points'
 
 def test_public_api_names_resolve():
     for name in platonic_ta.__all__: assert getattr(platonic_ta, name) is not None, name

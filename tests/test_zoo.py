@@ -146,7 +146,7 @@ def test_image_size_builds_the_tower_at_that_size(small_vit_file):
     x = world.load_task('shapes', 'test', 3).images
     assert x.shape[-1] == 32 and enc.preprocess(x).shape[-1] == 32 and enc.encode_image(x).shape == (3, enc.embed_dim)
     assert tuple(enc.model.visual.image_size) == (32, 32)
-    from platonic_ta.cli import open_clip_encoder                 # the command line builds the same model
+    from platonic_ta.encoders import open_clip_encoder            # the command line builds the same model
     assert open_clip_encoder('ViT-S-32-alt', 'random', 32, init_seed=0).weights_hash() == enc.weights_hash()
     with pytest.raises(ValueError, match='its own input size'): encoders.load_open_clip('RN50', pretrained='openai', image_size=32)
 
