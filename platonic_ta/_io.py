@@ -36,9 +36,9 @@ def atomic_write(path, write, overwrite: bool = True) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give, not mkstemp's private 0600
         write(tmp)
-        publish(tmp, path, overwrite)
+        os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give: not mkstemp's private 0600, nor
+        publish(tmp, path, overwrite)        # those of a writer that replaces the file (safetensors does)
     finally:
         if os.path.exists(tmp): os.remove(tmp)
     return path

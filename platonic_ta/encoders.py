@@ -17,10 +17,11 @@ from .families import WordTokenizer, CONTEXT_LENGTH, family_spec, create_family_
 
 # %% auto #0
 __all__ = ['CHECKPOINT_EXTS', 'tokenizer_fingerprint', 'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder',
-           'family_encoder', 'template_ensemble', 'check_prompts', 'prompt_embeddings', 'class_embeddings', 'predict',
-           'zero_shot_accuracy', 'probe_accuracy', 'linear_probe_accuracy', 'TokenizerMissingWarning', 'hub_offline',
-           'hub_mode', 'CheckpointError', 'read_state_dict', 'check_state_dict', 'load_open_clip',
-           'checkpoint_metadata', 'check_recorded_hash', 'check_device', 'open_clip_encoder']
+           'family_encoder', 'template_ensemble', 'check_prompts', 'prompt_embeddings', 'class_embeddings',
+           'check_embeddings', 'predict', 'zero_shot_accuracy', 'probe_accuracy', 'linear_probe_accuracy',
+           'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError', 'read_state_dict',
+           'check_state_dict', 'load_open_clip', 'checkpoint_metadata', 'check_recorded_hash', 'check_device',
+           'open_clip_encoder']
 
 # %% ../nbs/01f_encoders.ipynb #160efea0
 def tokenizer_fingerprint(tok) -> str:
@@ -213,11 +214,19 @@ def class_embeddings(enc, classnames: list, templates: list) -> torch.Tensor:
     return prompt_embeddings(enc, [[tp.format(c) for tp in templates] for c in classnames])
 
 @torch.no_grad()
+def check_embeddings(z: torch.Tensor, what: str = 'image embeddings') -> torch.Tensor:
+    "`z` if every entry is finite; else an error: a score of NaN embeddings would be a number that means nothing."
+    if not torch.isfinite(z).all():
+        raise ValueError(f'{what} hold NaN or Inf ({int((~torch.isfinite(z)).any(-1).sum())} of {len(z)} rows): the model\'s weights '
+                         'overflowed (an edit with too large a coefficient?) or its inputs are broken; nothing was scored')
+    return z
+
 def predict(enc: DualEncoder, images: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     "Zero-shot class predictions against unit class embeddings T (M, d)."
-    return (F.normalize(enc.encode_image(images).float(), dim=-1) @ T.T).argmax(1)
+    return (F.normalize(check_embeddings(enc.encode_image(images).float()), dim=-1) @ T.T).argmax(1)
 
 def zero_shot_accuracy(enc: DualEncoder, data) -> float:
+    world.check_task_data(data, 'zero_shot_accuracy')
     T = class_embeddings(enc, data.classnames, data.templates)
     return (predict(enc, data.images, T) == data.labels).float().mean().item()
 
@@ -225,7 +234,7 @@ def probe_accuracy(z_train: torch.Tensor, y_train: torch.Tensor, z_test: torch.T
                    C: float = 10.0) -> float:
     "Logistic regression on unit embeddings (each row normalised here): fitted on the training rows, scored on the test rows."
     from sklearn.linear_model import LogisticRegression
-    Xtr, Xte = (F.normalize(z.float(), dim=-1).numpy() for z in (z_train, z_test))
+    Xtr, Xte = (F.normalize(check_embeddings(z.float(), f'{w} embeddings'), dim=-1).numpy() for z, w in ((z_train, 'training'), (z_test, 'test')))
     return float(LogisticRegression(C=C, max_iter=500).fit(Xtr, y_train.numpy()).score(Xte, y_test.numpy()))
 
 def linear_probe_accuracy(enc: DualEncoder, train, test, C: float = 10.0) -> float:

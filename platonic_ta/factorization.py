@@ -446,6 +446,9 @@ def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenan
             else:
                 w.copy_((A @ w.double()).to(w.dtype))
                 if ll.bias is not None: ll.bias.copy_((A @ ll.bias.double()).to(ll.bias.dtype))
+    if not torch.isfinite(w).all() or (ll.bias is not None and not torch.isfinite(ll.bias).all()):
+        raise ValueError(f"strength {c:g} overflows {ll.path} ({w.dtype}): the folded weights are not finite; pass a smaller "
+                         f"strength or smaller coefficients (nothing was changed)")
     op = hashlib.sha256(W.cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
     entry = dict(kind='fold', layer=ll.path, shape=list(want), strength=c, operator_sha256=op)
     record_edit(edited, model, {**entry, **(provenance or {})}, prior)

@@ -152,6 +152,9 @@ def _resolve_task(task, split: str = 'train'):
     if getattr(task, 'split', split) != split:
         raise ValueError(f"probes come from the training split, but this TaskData is the {task.split!r} split: "
                          f"load it with load_task(name, 'train')")
+    if hasattr(task, 'labels'):
+        from platonic_ta.world import check_task_data
+        check_task_data(task, 'make_grid')
     return task
 
 def _draw(data, n: int, seed: int) -> torch.Tensor:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import torch
 
+from . import world
 from .cache import EmbeddingCache
 from .guards import check_number, check_alloc
 from .composition import OperatorBank
@@ -21,7 +22,8 @@ __all__ = ['Scorer', 'certificate', 'certify_edit', 'certificate_rows']
 def _eval_parts(es, task: str):
     if isinstance(es, Mapping): parts = es.get('images'), es.get('labels'), es.get('prompts')
     elif isinstance(es, (tuple, list)) and len(es) == 3: parts = tuple(es)
-    elif all(hasattr(es, a) for a in ('images', 'labels', 'prompts')): parts = es.images, es.labels, es.prompts()
+    elif all(hasattr(es, a) for a in ('images', 'labels', 'prompts')):
+        world.check_task_data(es, f'eval set {task!r}'); parts = es.images, es.labels, es.prompts()
     else: parts = (None, None, None)
     images, labels, prompts = parts
     if images is None or labels is None or prompts is None:

@@ -8,7 +8,7 @@ import copy, math
 import torch, torch.nn.functional as F
 from tqdm.auto import tqdm
 from . import world
-from .guards import check_count
+from .guards import check_count, check_alloc
 from .families import FinetuneConfig, finetune_recipe, family_spec, create_family_model, check_task_prompts
 from .encoders import DualEncoder, family_encoder, class_embeddings
 from .heads import image_tower
@@ -91,7 +91,11 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     "LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses)."
     cfg = FinetuneConfig.of(config, finetune_recipe(base.name)).replace(**overrides, **({} if steps is None else {'steps': steps}))
     check_task_prompts(base.tokenizer, task, source)
-    data = source.load_task(task, 'train', n_train)
+    data = world.check_task_data(source.load_task(task, 'train', n_train), 'finetune')
+    # a step holds the batch's inputs at the model's size in float32, twice with distillation, and their activations
+    per_input = 3 * base.image_size ** 2 * 4 * 64
+    check_alloc(per_input * cfg.batch * (2 if cfg.distill > 0 else 1), f'a fine-tune step of batch {cfg.batch}',
+                'pass a smaller batch (FinetuneConfig(batch=...))')
     dev = base.device                                           # the loss is float32 on the model's device
     T = class_embeddings(base, data.classnames, data.templates).to(dev)
     labels = data.labels.to(dev)

@@ -14,9 +14,9 @@ from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES
 
 # %% auto #0
 __all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
-           'TaskSpec', 'TaskData', 'list_tasks', 'register_task', 'unregister_task', 'load_task', 'images_hash',
-           'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary', 'task_fingerprint',
-           'pretraining_fingerprint', 'fingerprint']
+           'TaskSpec', 'TaskData', 'list_tasks', 'check_task_data', 'register_task', 'unregister_task', 'load_task',
+           'images_hash', 'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary',
+           'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
 BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
@@ -172,8 +172,29 @@ def list_tasks(controls: bool | None = None) -> list:
     if controls is None: return list(TASKS)
     return [n for n, t in TASKS.items() if t.role == ('control' if controls else 'edit')]
 
+def check_task_data(data, where: str = 'task data'):
+    "`data` checked where it enters scoring, fine-tuning or a grid: uint8 inputs, one label per input, each in range."
+    miss = [a for a in ('images', 'labels', 'classnames', 'templates', 'name') if not hasattr(data, a)]
+    if miss: raise TypeError(f"{where}: a TaskData is needed (world.load_task), got a {type(data).__name__} without {miss}")
+    im, y, k = data.images, data.labels, len(data.classnames)
+    if not isinstance(im, torch.Tensor) or im.dtype != torch.uint8 or im.ndim < 2:
+        raise TypeError(f"{where} {data.name!r}: inputs must be a uint8 tensor, one row per input (images (n, 3, H, W)), got "
+                        f"{getattr(im, 'dtype', type(im).__name__)} {tuple(getattr(im, 'shape', ()))}")
+    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() or len(y) != len(im):
+        raise ValueError(f"{where} {data.name!r}: labels must be one integer per image ({len(im)}), got "
+                         f"{getattr(y, 'dtype', type(y).__name__)} {tuple(getattr(y, 'shape', ()))}")
+    if k == 0 or not all(isinstance(c, str) for c in data.classnames):
+        raise ValueError(f"{where} {data.name!r}: classnames must be a non-empty list of strings")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= k):
+        raise ValueError(f"{where} {data.name!r}: labels run from {int(y.min())} to {int(y.max())}, but there are {k} classes "
+                         f"(0 to {k - 1}): fix the labels or the class names")
+    return data
+
 def _check_task(name, split):
-    if not isinstance(name, str) or (name not in TASKS and name not in USER_TASKS):   # a list or dict is no name either
+    if not isinstance(name, str):
+        raise TypeError(f'a task is named by a string, got a {type(name).__name__}: pass its name, or make your data a task by '
+                        'name first (platonic_ta.tasks.register_tensor_task, register_folder_task)')
+    if name not in TASKS and name not in USER_TASKS:
         raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}'
                        + (f', and the registered {list(USER_TASKS)}' if USER_TASKS else '')
                        + '; register a task of your own with world.register_task(name, loader)')
