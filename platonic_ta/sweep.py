@@ -420,4 +420,8 @@ def sweep_main(argv=None) -> int:
     except SweepError as e:
         print(f'platonic-ta sweep: {e}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # Ctrl-C: one line, not the pool's or Ray's traceback; finished cells stay on disk
+        print(f'platonic-ta sweep: interrupted; the cells that finished are kept: run the same command again to do the rest',
+              file=sys.stderr)
+        return 130
     return 1 if 'failed' in sw.status() else 0

@@ -169,6 +169,7 @@ class Sliders(_SliderChart):
             c.observe(lambda change: self.refresh(), names='value')
         self.widget = W.VBox([W.HBox([w['target'], w['source']]), *w['alphas'].values(),
                               W.HBox([w['negate'], w['lam']]), w['info'], w['chart'], w['image']])
+        self.refresh()                  # the chart shows the initial state at once, not after the first move
         return self.widget
 
     def state(self) -> dict:

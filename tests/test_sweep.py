@@ -74,3 +74,13 @@ def test_entry_point_sweep_records_what_the_function_returns(tmp_path, monkeypat
     sw = run_sweep(SweepSpec(entry='tinyentry:score', grid={'a': [1, 5]}, parameters={'b': 10}, name='entry'),
                    tmp_path / 'out', tmp_path / 'report', workers=1, progress=False)
     assert [(r['status'], r['a'], r['tinyentry.sum']) for r in sw.table()] == [('done', 1, 11), ('done', 5, 15)]
+
+
+def test_ctrl_c_on_a_sweep_prints_one_line(monkeypatch, capsys):
+    "An interrupted sweep says in one line that finished cells are kept, and exits 130 without a traceback."
+    import platonic_ta.sweep as sweep
+    def interrupted(*a, **k): raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, 'run_sweep', interrupted)
+    assert sweep.sweep_main(['spec.yaml']) == 130
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'interrupted' in err and 'Traceback' not in err
