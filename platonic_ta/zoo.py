@@ -306,7 +306,11 @@ def stale_families(path: Path) -> dict:
     return out
 
 def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
-    "The micro zoo (built on demand), the full embedded zoo (built, else shipped), or a zoo folder."
+    "The micro zoo (built on demand), the one shipped in the package (`'shipped'`), the full embedded zoo (`'full'`: built here, else shipped), or a zoo folder."
+    if kind == 'shipped':                 # the same name as the audio side's (get_audio_zoo('shipped'))
+        z = _scan(shipped_zoo_dir())
+        if not z.families: raise FileNotFoundError(f"no zoo is shipped in {shipped_zoo_dir()}: build one with get_zoo('full')")
+        return z
     if kind == 'micro':
         path = cache_root() / f'zoo-micro-{_micro_recipe_id()}'   # a recipe change builds a new micro zoo, never mixes
         if build: build_zoo(MICRO['families'], MICRO['tasks'], zoo=path, pretrain_steps=MICRO['pretrain_steps'],
@@ -326,7 +330,7 @@ def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool =
         build_zoo(zoo=default_zoo_dir(), workers=workers, progress=progress)
         return _scan(default_zoo_dir())
     path = Path(kind)
-    if not path.is_dir(): raise FileNotFoundError(f"zoo {kind!r}: not 'micro', 'full' or an existing folder")
+    if not path.is_dir(): raise FileNotFoundError(f"zoo {kind!r}: not 'micro', 'shipped', 'full' or an existing folder")
     z = _scan(path)
     if not z.families: raise FileNotFoundError(f'{path} holds no zoo family (expected <family>/base.safetensors + .json)')
     return z

@@ -35,3 +35,19 @@ def test_readme_quick_start_transfers_a_task(root, cache_dir):
 def test_public_api_names_resolve():
     for name in platonic_ta.__all__: assert getattr(platonic_ta, name) is not None, name
     with pytest.raises(AttributeError, match='no attribute'): platonic_ta.not_a_name
+
+
+def audio_quick_start(text: str) -> str:
+    "The python code block under the README's `### The same on sound` heading."
+    m = re.search(r'^### The same on sound\n(.*?)(?=^##)', text, re.M | re.S)
+    if m is None: raise AssertionError('the README has no "### The same on sound" section')
+    return re.search(r'^```python\n(.*?)^```', m.group(1), re.M | re.S).group(1)
+
+
+def test_readme_audio_quick_start_transfers_a_task(root, cache_dir):
+    code = audio_quick_start((root / 'README.md').read_text())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out): exec(compile(code, 'README audio quick start', 'exec'), {})
+    m = re.search(r'on events: ([\d.]+)% -> ([\d.]+)% \(([+-][\d.]+) points.*the other (\d+) tasks: ([+-][\d.]+) points', out.getvalue())
+    assert m, f'the audio quick start printed {out.getvalue()!r}'
+    assert float(m[3]) >= 5 and float(m[5]) >= -3, f'a transfer of {m[3]} points for {m[5]} on the other tasks'
