@@ -52,7 +52,7 @@ class SweepSpec:
         if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]*', str(self.name)):
             raise SweepError(f"sweep name {self.name!r}: use letters, digits, '.', '_' and '-' (it names files)")
         if self.metrics is not None and not (isinstance(self.metrics, list) and all(isinstance(m, str) for m in self.metrics)):
-            raise SweepError(f"`metrics:` must be a list of metric keys such as 'composition.ridge_floor', got {self.metrics!r}")
+            raise SweepError(f"`metrics:` must be a list of metric keys such as 'composition.solve_max_move', got {self.metrics!r}")
         self.grid = {k: list(v) for k, v in self.grid.items()}
 
     @property

@@ -88,7 +88,10 @@ def finetune_logit_scale(enc) -> float:
 
 def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int = 0, n_train: int | None = None,
              progress: bool = True, config: FinetuneConfig | dict | None = None, source=world, **overrides) -> tuple:
-    "LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses)."
+    """LoRA fine-tune of any `DualEncoder`'s image tower on any task's training split: (merged encoder, LoRA tensors, losses).
+    A task of your own (registered) is not distilled towards this world's caption images unless `config` or `distill=` asks."""
+    if config is None and 'distill' not in overrides and isinstance(task, str) and source is world and task in world.USER_TASKS:
+        overrides = dict(overrides, distill=0.0)
     cfg = FinetuneConfig.of(config, finetune_recipe(base.name)).replace(**overrides, **({} if steps is None else {'steps': steps}))
     check_task_prompts(base.tokenizer, task, source)
     data = world.check_task_data(source.load_task(task, 'train', n_train), 'finetune')

@@ -90,3 +90,9 @@ def test_a_grid_without_context_warns_when_a_bank_is_built_on_it():
     g = make_grid(world.load_task(TASK, 'train', 64), 16, seed=0, context=None)
     with pytest.warns(ContextWarning, match='may cost other tasks'):
         OperatorBank.build(family_encoder('vit_w96'), [g], {('src', TASK): torch.randn(16, g.M, dtype=torch.float64)})
+
+
+def test_a_task_of_sound_by_name_makes_its_grid_from_the_audio_world():
+    g = make_grid('events', 4, context=None)
+    assert g.task == 'events' and g.N == 4
+    assert make_grid('events', 4, n_context=2).sources[1:] == [t for t in ('genres', 'streets')]   # the other audio edit tasks
