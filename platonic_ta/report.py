@@ -9,6 +9,7 @@ from pathlib import Path
 from ._io import atomic_write_text
 from .guards import check_count
 from .metrics import read_metrics, record_metrics, save_figure
+from .grids import CONTEXT_PER_TASK
 
 # %% auto #0
 __all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
@@ -158,7 +159,7 @@ def write_report(report_dir: str | Path) -> Path:
     return out
 
 # %% ../nbs/90_report.ipynb #b288ef4e
-CONTEXT = 125   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
+CONTEXT = CONTEXT_PER_TASK   # unlabeled training images of each other edit task after every grid's own probes (see 02_descriptors)
 UNION = 250     # own probes of each task on the union grid: 02's cross-task cosines, and 06's drift diagnostic reuses them
 STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded default at full size
     # the zoo table first: it embeds every base and source fine-tune on the test sets and the bases on the training
@@ -171,7 +172,9 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=UNION),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     # the probe-count study at three counts (10's halving covers the rest), each weight-space sum on 250 images a set
-    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, n_oracle_eval=250, probe_counts=(8, 2, 1)),
+    # the solve configuration among three budgets around the library's default, plain and class-centred (04's rule)
+    '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, n_oracle_eval=250, probe_counts=(8, 2, 1),
+                                 move_budgets=(0.75, 1.0, 1.25)),
     # the experiments before the adapter and the residuals: the longest of the stages that wait on the composition
     # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
     # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
