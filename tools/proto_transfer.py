@@ -16,10 +16,10 @@ from platonic_ta.grids import Grid, make_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
-from platonic_ta.analysis import floored_ridge_grid
+from platonic_ta.factorization import SolveConfig
 
 def grid_with_anchors(task, n, anchors):
-    g = make_grid(task, n, seed=0)
+    g = make_grid(task, n, seed=0, context=None)
     if not anchors: return g
     extra = world.caption_corpus(anchors, seed=DISTILL_SEED + 1)[0]
     return Grid(task=f'{task}+a{anchors}', images=torch.cat([g.images, extra]), prompts=g.prompts, classnames=g.classnames)
@@ -54,7 +54,7 @@ if __name__ == '__main__':
         for a in sorted({0, anchors}):
             g = grid_with_anchors(t, 500, a)
             D = Descriptor.from_encoders(ft, source, g, cache=cache)
-            bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, cache=cache, ridge_grid=floored_ridge_grid(FLOOR))
+            bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, SolveConfig(max_move=None, floor_f=FLOOR, floor_t=FLOOR, center=False), cache=cache)
             sc = bank.scorer({k: evals[k] for k in [t] + world.list_tasks(controls=True)}, cache=cache)
             z = sc.score({(sf, t): 0.0})
             out = []

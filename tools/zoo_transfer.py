@@ -21,7 +21,8 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors, affinity
 from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
-from platonic_ta.analysis import (zoo_bank, floored_ridge_grid, text_floor, pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
+from platonic_ta.factorization import SolveConfig
+from platonic_ta.analysis import (zoo_bank, pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
                                   points, median_of, agreement_rows, cached_accuracy)
 
 def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
@@ -115,12 +116,14 @@ if __name__ == '__main__':
     from toolargs import tool_parser
     ap = tool_parser(__doc__)
     ap.add_argument('zoo', help="'full' (the built, else the shipped zoo) or a zoo folder")
-    ap.add_argument('floor', type=float, help='the ridge floor of every bank, e.g. 1e-8')
+    ap.add_argument('floor', type=float, help='the ridge floor of every bank on both sides, e.g. 1e-8 (0: none)')
     ap.add_argument('families', nargs='*', help='families to use (default: all the zoo holds; at least two)')
     ap.add_argument('--probes', type=int, default=1000, help='probes a grid (default 1,000, the demo\'s); probes and context together fit in a task\'s training split')
     ap.add_argument('--corpus', type=int, default=0, help='caption-corpus images after every grid\'s rows (default 0)')
     ap.add_argument('--context', type=int, default=125, help='training images of each other task after every grid\'s probes (default 125)')
     ap.add_argument('--center', action='store_true', help='class-centred banks (fit only differences between a probe\'s classes)')
+    ap.add_argument('--max-move', type=float, default=None,
+                    help="the banks' context movement budget (SolveConfig.max_move; default: none, the floors alone)")
     ap.add_argument('--context-rows', choices=CONTEXT_ROWS, default='source',
                     help="the descriptors' context rows: as measured (default), zeroed, or the target's own (a reference)")
     ap.add_argument('--drift', action='store_true', help="take each family's common drift from its descriptors (slow: "
@@ -153,9 +156,10 @@ if __name__ == '__main__':
     evals = {t: world.load_task(t, 'test', 1000) for t in Z.tasks + ctl}
     bases = {f: Z.base(f) for f in fams}
     if a.context_rows != 'source' and not a.context: ap.error('--context-rows needs context rows: pass --context > 0')
+    solve = SolveConfig(max_move=a.max_move, floor_f=a.floor, floor_t=max(a.floor, a.text_floor or 0.0), center=a.center)
+    print(f'banks: {solve}')
     banks = {f: zoo_bank(bases[f], f, grids, replace_context_rows(ZD, grids, a.context_rows, f if a.context_rows == 'target' else None), fams,
-                         ridge_grid=floored_ridge_grid(a.floor), cache=cache, center=a.center,
-                         ridge_grid_t=None if a.text_floor is None else floored_ridge_grid(text_floor(a.floor, a.text_floor))) for f in fams}
+                         solve=solve, cache=cache) for f in fams}
     sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
