@@ -77,7 +77,7 @@ def cmd_finetune(a) -> dict:
           f'{enc.meta["finetune"].get("distill", cfg.get("distill"))}): {out}')
     return dict(path=str(out), loss_last=losses[-1])
 
-def _context(task: str, folder, n_probes: int):
+def _context(task: str, folder):
     "A grid's context: 'auto' for a task of the world; your folder of unlabeled images, at the task's size; else none."
     if folder is None: return 'auto'
     from platonic_ta.grids import _resolve_task
@@ -93,7 +93,7 @@ def cmd_descriptor(a) -> dict:
     task = resolve_task(a.task, a.data, a.task_image_size, a.test_frac, a.split_seed)
     base, ft = _encoder(a), _encoder(a, weights=a.finetuned)
     if ft.weights_hash() == base.weights_hash(): raise CLIError('--finetuned has the same weights as --weights: nothing to measure')
-    grid = make_grid(task, a.probes, seed=a.grid_seed, context=_context(task, a.context, a.probes))
+    grid = make_grid(task, a.probes, seed=a.grid_seed, context=_context(task, a.context))
     D = Descriptor.from_encoders(ft, base, grid, EmbeddingCache(progress=True))
     D.source['grid'] = dict(n_own=grid.n_own, seed=a.grid_seed, context=None if a.context is None else str(Path(a.context).resolve()))
     path = D.save(out, overwrite=a.overwrite)
@@ -160,7 +160,7 @@ def cmd_bank(a) -> dict:
         if folder is not None and not Path(folder).is_dir():
             raise CLIError(f'the context images of {task} were read from {folder}, which is not there now: pass --context {task}=FOLDER')
         g = grids.get(task) or make_grid(task, made.get('n_own', D.shape[0]), seed=made.get('seed', a.grid_seed),
-                                         context=_context(task, folder, made.get('n_own', D.shape[0])))
+                                         context=_context(task, folder))
         try: D.check_grid(g)
         except GridMismatchError as e:
             raise CLIError(f'{e} (pass the --data, --task-image-size, --grid-seed and --context the descriptor was made with)') from e
