@@ -215,14 +215,16 @@ def resolve_solve(solve, report_dir=None) -> SolveConfig:
 
 def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0):
     """The `solve` of the row (one per candidate, scored on held-out images: `single_cost` and `pair_cost`, the points
-    cross-model single tasks at strength 1 and pairs at α = 0.5 cost the tasks they do not edit, and `pair_gain`) with
-    the largest `pair_gain` among those costing at most `max_cost` on both; none such, the one that costs least."""
+    cross-model single tasks at strength 1 and pairs at α = 0.5 cost the tasks they do not edit, `negation_cost` what a
+    negation costs the controls, and `pair_gain`) with the largest `pair_gain` among those costing at most `max_cost` on
+    all three; none such, the one that overshoots least."""
     rows = list(rows)
     if not rows: raise ValueError("no candidate was scored: pass one row per SolveConfig with its held-out figures")
     max_cost = check_number(max_cost, 'max_cost', 0, hint='points the edits may cost the other tasks')
-    bad = [(i, k) for i, r in enumerate(rows) for k in ('single_cost', 'pair_cost', 'pair_gain') if not math.isfinite(r[k])]
+    costs = ('single_cost', 'pair_cost', 'negation_cost')
+    bad = [(i, k) for i, r in enumerate(rows) for k in (*costs, 'pair_gain') if not math.isfinite(r[k])]
     if bad: raise ValueError(f"(row, figure) {few(bad, 6)} is not a finite number: score every candidate on held-out images")
-    over = lambda r: max(0.0, r['single_cost'] - max_cost) + max(0.0, r['pair_cost'] - max_cost)
+    over = lambda r: sum(max(0.0, r[k] - max_cost) for k in costs)
     ok = [r for r in rows if over(r) == 0]
     return (max(ok, key=lambda r: r['pair_gain']) if ok else min(rows, key=over))['solve']
 

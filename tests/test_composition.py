@@ -488,7 +488,8 @@ def test_statistics_and_the_heldout_solve_rule():
     assert [r['median_retention'] for r in t] == [0, 1, 5] and [r['n'] for r in t] == [3, 3, 3]
     assert abs(own_edit_gain([dict(gain_a=0.3, gain_b=0.1, control_gain=-0.3)])['own_gain'] - 20.0) < 1e-9
     a, b = SolveConfig(max_move=0.5), SolveConfig(max_move=2.0)
-    rows = [dict(solve=a, single_cost=1.0, pair_cost=0.5, pair_gain=4.0), dict(solve=b, single_cost=2.5, pair_cost=1.0, pair_gain=9.0)]
+    rows = [dict(solve=a, single_cost=1.0, pair_cost=0.5, negation_cost=0.2, pair_gain=4.0),
+            dict(solve=b, single_cost=2.5, pair_cost=1.0, negation_cost=0.2, pair_gain=9.0)]
     assert heldout_solve(rows) == a and heldout_solve(rows, max_cost=3.0) == b
     cells = [dict(own_gain_a=0.2, own_gain_b=0.005, null_gain_a=0.1, null_gain_b=0.0)]
     assert null_retention(cells) == (0.5, 1)
