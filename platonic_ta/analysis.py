@@ -215,7 +215,7 @@ def resolve_solve(solve, report_dir=None) -> SolveConfig:
 
 def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0):
     """The `solve` of the row (one per candidate, scored on held-out images: `single_cost` and `pair_cost`, the points
-    cross-model single tasks at strength 1 and pairs at α = 0.5 cost the tasks they do not edit, `negation_cost` what a
+    cross-model single tasks at strength 1 and pairs at α cost the tasks they do not edit, `negation_cost` what a
     negation costs the controls, and `pair_gain`) with the largest `pair_gain` among those costing at most `max_cost` on
     all three; none such, the one that overshoots least."""
     rows = list(rows)

@@ -80,9 +80,9 @@ def cmd_finetune(a) -> dict:
 def _context(task: str, folder):
     "A grid's context: 'auto' for a task of the world; your folder of unlabeled images, at the task's size; else none."
     if folder is None: return 'auto'
-    from platonic_ta.grids import _resolve_task
+    from platonic_ta.grids import task_data
     from platonic_ta.tasks import folder_images
-    size = _resolve_task(task, 'train').images.shape[-1]
+    size = task_data(task, 'train').images.shape[-1]
     return folder_images(folder, size=size)
 
 def cmd_descriptor(a) -> dict:

@@ -85,7 +85,6 @@ class _BankIndex:
                                                                "pass SolveConfig(...) (platonic_ta.factorization)")
         self.target_id, self.route, self.shape, self.dtype = dict(target_id), route, tuple(shape), dtype
         self.solve = solve                     # how every grid's ridges are chosen (see 03_factorization)
-        self.center = solve.center             # every operator fits the class-centred descriptor (see 03_factorization)
         self._target = None
         self.target = target                   # the target encoder, when in memory (not saved); checked on assignment
         self._checksum = None                  # the bank's identity: checksum of its operators (see `identity`)
@@ -95,6 +94,11 @@ class _BankIndex:
         self._factors: dict = {}               # grid_hash -> GridFactors (memory only)
         self._grid_objs: dict = {}             # grid_hash -> Grid (memory only)
         self.selections: dict = {}             # grid_hash -> RidgeSelection (when ridges were chosen here)
+
+    @property
+    def center(self) -> bool:
+        "Whether every operator fits the class-centred descriptor (the bank's `solve.center`, see 03_factorization)."
+        return self.solve.center
 
     # --- inspection ------------------------------------------------------------------------------------------
     def keys(self) -> list: return list(self._ops)

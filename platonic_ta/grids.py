@@ -14,8 +14,8 @@ from .guards import check_count, check_seed, few
 
 # %% auto #0
 __all__ = ['CONTEXT_PER_TASK', 'CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash',
-           'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'ContextWarning', 'world_of', 'make_grid',
-           'union_grid', 'zoo_grids', 'sub_grid']
+           'grid_hash_of', 'class_prompts', 'Grid', 'grid_positions', 'ContextWarning', 'world_of', 'task_data',
+           'make_grid', 'union_grid', 'zoo_grids', 'sub_grid']
 
 # %% ../nbs/02a_grids.ipynb #98cc5413
 def short_hash(data: bytes | str, n: int = 16) -> str:
@@ -142,7 +142,8 @@ def world_of(name: str):
     from platonic_ta import audio_world
     return audio_world if name in audio_world.TASKS else None
 
-def _resolve_task(task, split: str = 'train'):
+def task_data(task, split: str = 'train'):
+    "`task` as its `split`'s TaskData, checked: a name (of the image or the audio world, or one you registered) or a loaded TaskData."
     if isinstance(task, str):
         from platonic_ta import world
         src = world_of(task) or world      # a task of the audio world loads from there; others (yours too) from world
@@ -179,7 +180,7 @@ def _context_rows(data, context, n_probes: int, n_context: int, seed: int) -> tu
         src = world_of(data.name)
         if src is None: return None, []              # a task of your own: its context is what you pass
         context = [t for t in src.list_tasks(controls=False) if t != data.name]
-    tasks = [_resolve_task(t, 'train') for t in context]
+    tasks = [task_data(t, 'train') for t in context]
     tasks = [t for t in tasks if t.name != data.name]
     if not tasks: return None, []
     n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each context task (0: none)')
@@ -197,7 +198,7 @@ def make_grid(task, n_probes: int, seed: int = 0, templates: Sequence[str] | Non
     edit task of the task's world (none for a task of your own); a list of tasks, `n_context` of each; a uint8
     tensor, those images; None, none."""
     seed = check_seed(seed)
-    data = _resolve_task(task, 'train')
+    data = task_data(task, 'train')
     if isinstance(n_probes, bool) or not isinstance(n_probes, int) or n_probes < 1:
         raise ValueError(f"n_probes must be a positive int, got {n_probes!r}")
     idx = _draw(data, n_probes, seed)
@@ -232,7 +233,7 @@ def zoo_grids(tasks: Sequence, n_probes: int, seed: int = 0, n_context: int = 0,
     unlabeled training images of every other task, drawn past that task's own probes, then the unlabeled inputs
     `corpus` (uint8, shaped as the tasks' inputs); the task's own prompts."""
     n_context = check_count(n_context, 'n_context', 0, hint='unlabeled training images of each other task (0: none)')
-    datas = list({d.name: d for d in (_resolve_task(t, 'train') for t in tasks)}.values())
+    datas = list({d.name: d for d in (task_data(t, 'train') for t in tasks)}.values())
     if corpus is not None:
         corpus = check_images(corpus, 'corpus')
         if corpus.shape[1:] != datas[0].images.shape[1:]:
