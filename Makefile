@@ -1,6 +1,7 @@
 # platonic-ta: two commands on a fresh machine.
 #   make demo   install, build or load the zoo, run every stage notebook headless, write _runs/report/
 #   make test   install, check notebooks and library agree, pytest (every notebook, the library's tests)
+#   make paper  the full reproduction: every experiment stage at full cell counts into _runs/paper/ (resumable)
 #   make test-lab  the browser test (JupyterLab sliders in headless Chromium) and the composition sweep on Ray
 SHELL := /bin/bash
 PY ?= python3
@@ -15,7 +16,7 @@ NBDEV_PINS := nbdev==2.4.14 execnb==0.1.18 fastcore==1.14.5 ghapi==1.1.1
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: install install-lab demo test test-lab test-slow sync clean-runs bench
+.PHONY: install install-lab demo paper test test-lab test-slow sync clean-runs bench
 
 # make test needs no browser: JupyterLab, playwright and Chromium come with install-lab (the demo's slider
 # screenshots and make test-lab).
@@ -60,6 +61,11 @@ test-slow: install
 
 demo: install-lab
 	$(BIN)/platonic-ta demo
+
+# A killed run is resumed by running it again: finished stages are kept (WORKERS stages side by side).
+WORKERS ?= 2
+paper: install
+	$(BIN)/platonic-ta paper --workers $(WORKERS)
 
 bench: install
 	$(BIN)/python bench/bank48.py

@@ -6,10 +6,11 @@
 from __future__ import annotations
 import json, math
 from pathlib import Path
+import numpy as np
 from ._io import atomic_write_text, file_lock
 
 # %% auto #0
-__all__ = ['check_metrics', 'read_metrics', 'record_metrics', 'save_figure']
+__all__ = ['STATS', 'check_metrics', 'read_metrics', 'record_metrics', 'bootstrap_interval', 'interval_metrics', 'save_figure']
 
 # %% ../nbs/00e_metrics.ipynb #8ebb053a
 def check_metrics(metrics: dict) -> dict:
@@ -46,6 +47,49 @@ def record_metrics(metrics: dict, report_dir: str | Path | None = None) -> dict:
         old.update(metrics)
         atomic_write_text(path, json.dumps(dict(sorted(old.items())), indent=1))
     return metrics
+
+# %% ../nbs/00e_metrics.ipynb #b07be099
+STATS = {'mean': np.mean, 'median': np.median, 'sum': np.sum, 'min': np.min, 'max': np.max}
+
+def _stat_fn(stat):
+    if callable(stat): return stat
+    if stat not in STATS: raise ValueError(f"stat {stat!r}: use one of {sorted(STATS)} or a function of the cells' rows")
+    f = STATS[stat]
+    return lambda rows, groups: float(f(rows))
+
+def bootstrap_interval(values, stat='mean', groups=None, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple:
+    """`(low, high)`, the percentile-bootstrap interval of `stat` over the cells `values` (one row each); with `groups`
+    (one label per cell) cells are resampled within each group. `stat` is a name of `STATS` or `f(rows, groups)`.
+    `(nan, nan)` with fewer than two cells."""
+    rows = np.asarray(values, dtype=float)
+    n = len(rows)
+    if not 0 < level < 1: raise ValueError(f"level={level}: a coverage between 0 and 1, e.g. 0.95")
+    if n < 2: return float('nan'), float('nan')
+    f, rng = _stat_fn(stat), np.random.default_rng(seed)
+    g = np.zeros(n, dtype=int) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    if len(g) != n: raise ValueError(f"{len(g)} group labels for {n} cells: give one label per cell")
+    members = [np.flatnonzero(g == k) for k in np.unique(g)]
+    draws = []
+    for _ in range(n_boot):
+        idx = np.concatenate([m[rng.integers(0, len(m), len(m))] for m in members])
+        draws.append(f(rows[idx], g[idx]))
+    lo, hi = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+def interval_metrics(key: str, values, stat='mean', groups=None, value=None, **kw) -> dict:
+    """`{key, key_ci_low, key_ci_high, key_n_cells}` for a figure over cells `values` (see `bootstrap_interval`); the
+    interval keys only with two cells or more. `value`, when given, must be what `stat` gives on the cells."""
+    rows = np.asarray(values, dtype=float)
+    if len(rows) == 0: raise ValueError(f"{key}: no cells, so no figure: record it only where cells were measured")
+    g = None if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    v = _stat_fn(stat)(rows, g if g is not None else np.zeros(len(rows), dtype=int))
+    if value is not None and not math.isclose(float(value), v, rel_tol=1e-6, abs_tol=1e-9):
+        raise ValueError(f"{key}: the figure {value} is not the {stat if isinstance(stat, str) else 'statistic'} of its "
+                         f"{len(rows)} cells ({v}): pass the cells the figure was computed from")
+    out = {key: v, f'{key}_n_cells': len(rows)}
+    lo, hi = bootstrap_interval(rows, stat, groups, **kw)
+    if math.isfinite(lo): out.update({f'{key}_ci_low': lo, f'{key}_ci_high': hi})
+    return out
 
 # %% ../nbs/00e_metrics.ipynb #0312b59f
 def save_figure(fig, name: str, report_dir: str | Path | None = None):

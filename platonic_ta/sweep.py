@@ -14,8 +14,8 @@ from ._io import atomic_write_text
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
-           'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'Sweep', 'summary_figure',
-           'write_summary', 'run_sweep', 'sweep_main']
+           'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'make_executor', 'Sweep',
+           'summary_figure', 'write_summary', 'run_sweep', 'sweep_main']
 
 # %% ../nbs/91_sweep.ipynb #c9346e1c
 class SweepError(ValueError):
@@ -167,7 +167,8 @@ def read_status(cell_dir) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError): return None   # written atomically: only a foreign edit damages it; the cell reruns
 
 def run_cell(job: dict) -> dict:
-    "Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version, executor}; writes and returns its status."
+    """Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version, executor, and optionally report_dir
+    (default `cell_dir/report`)}; writes and returns its status."""
     import papermill as pm
     cell_dir = Path(job['cell_dir']); cell_dir.mkdir(parents=True, exist_ok=True)
     out_nb = cell_dir / 'notebook.ipynb'
@@ -181,7 +182,7 @@ def run_cell(job: dict) -> dict:
     status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename,
                   executor=job.get('executor', 'local'), pid=os.getpid())
     try:
-        pm.execute_notebook(job['notebook'], str(out_nb), parameters=dict(job['params'], report_dir=str(cell_dir / 'report')),
+        pm.execute_notebook(job['notebook'], str(out_nb), parameters=dict(job['params'], report_dir=str(job.get('report_dir') or cell_dir / 'report')),
                             kernel_name=job.get('kernel', 'python3'), cwd=job.get('cwd'), progress_bar=False,
                             log_output=False)
     except Exception as e:   # the cell's error is the sweep's data: reported, never raised
@@ -201,7 +202,7 @@ def _check_writable(out: Path):
     except OSError as e:
         raise SweepError(f"output folder {out} is not writable ({e.strerror or e}): pass --out to a folder you can write") from None
 
-def _executor(workers: int, ray: bool, ray_address: str | None, gpus_per_cell: float):
+def make_executor(workers: int, ray: bool = False, ray_address: str | None = None, gpus_per_cell: float = 0):
     "(submit(job) -> future-like, wait(pending) -> (finished, left), close()) for a process pool or Ray."
     if ray or ray_address:
         try: import ray as _ray
@@ -270,7 +271,7 @@ def run(self: Sweep, workers: int = 2, ray: bool = False, ray_address: str | Non
           + f'; output {self.out}', flush=True)
     version = code_version()
     if todo:
-        submit, wait, close = _executor(int(workers), ray, ray_address, gpus_per_cell)
+        submit, wait, close = make_executor(int(workers), ray, ray_address, gpus_per_cell)
         try:
             futs = {submit(dict(notebook=str(self.notebook), cell_dir=str(self.dirs[i]), params=self.params[i],
                                 cwd=str(self.notebook.parent), kernel=self.kernel, version=version,
