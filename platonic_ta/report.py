@@ -12,8 +12,9 @@ from .metrics import read_metrics, record_metrics, save_figure
 from .grids import CONTEXT_PER_TASK
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'paper_table', 'write_report',
-           'stage_order', 'run_stages', 'run_benches', 'run_lab', 'run_demo', 'main']
+__all__ = ['PAPER', 'EXPERIMENTS', 'PAPER_VALUES', 'EXAMINED_IN', 'PROTOCOL', 'CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS',
+           'repo_root', 'direction', 'paper_table', 'write_report', 'stage_order', 'run_stages', 'run_benches',
+           'run_lab', 'run_demo', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
 def repo_root(start: Path | None = None) -> Path:
@@ -109,6 +110,17 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.seed_sd_pair', 'spread of a composed pair across seeds (sd, points)', '±0.23 and ±0.13'),
         ('experiments.seed_sd_negation_l1', 'spread of a negation at λ = 1 across seeds (sd, points)', '±0.08'),
     ]),
+    ('The adapter route', '05_adapter', [
+        ('adapter.median_rel_residual', 'adapter fit: median relative residual of the affinity change', '0.041 (addition), 0.077 (negation)'),
+        ('adapter.mean_gap_to_closed_form', 'adapter minus closed form, composed tasks (points)', '+1.1 and +4.3 (22.0 / 20.0 against 20.9 / 15.7)'),
+        ('adapter.control_gap_to_closed_form', 'adapter minus closed form, control change (points)', 'controls closer to zero-shot (0.47 points)'),
+        ('adapter.negation_gap_to_closed_form', 'adapter minus closed form, points removed by a negation', 'not reported'),
+    ]),
+    ('Shared part and residual', '06_residuals', [
+        ('residuals.corr_operator_forfeit', 'operator agreement against forfeited gain (correlation over tasks)', '−0.83'),
+        ('residuals.corr_descriptor_forfeit', 'descriptor agreement against forfeited gain (correlation over tasks)', 'not reported'),
+        ('residuals.mean_descriptor_agreement', 'same-task descriptor agreement across models', '0.47'),
+    ]),
     ('Audio–text encoders', '08_audio', [
         ('audio.mean_gain_composed', 'the two composed tasks at α = 0.5, cross-model: mean gain (points)', '+2.0'),
         ('audio.gain_first', 'sound events (ESC-50-like) at α = 0.5, cross-model: gain (points)', '+1.66'),
@@ -125,13 +137,76 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
 ]
 
 # %% ../nbs/90_report.ipynb #37c6626b
+PAPER_VALUES = {
+    'zoo.min_family_mean_gain': 40, 'zoo.max_family_control_cost': 7.1, 'descriptors.same_task_cross_model_cos': 0.473,
+    'descriptors.diff_task_within_model_cos': 0.227, 'composition.median_retention_single': 0.74,
+    'composition.median_retention_consensus': 0.80, 'composition.median_retention_pairs': 0.77,
+    'composition.cross_pair_gain_a05': 14.85, 'composition.cross_pair_control_cost_a05': 1.7,
+    'composition.negation_removed_l05': 23.0, 'composition.negation_control_cost_l05': 1.35,
+    'composition.negation_removed_l1': 35.2, 'composition.negation_control_cost_l1': 5.6,
+    'composition.certified_share': 0.478, 'composition.certified_changed': 0,
+    'experiments.closed_form_cross_gain_a05': 18.3, 'experiments.best_baseline_cross_gain_a05': 15.3,
+    'experiments.baseline_adapter_gain_a05': 21.0, 'experiments.baseline_distillation_control_cost_a05': 6.75,
+    'experiments.baseline_adapter_control_cost_a05': 0.47, 'experiments.baseline_closed_form_removed_l05': 23.5,
+    'experiments.baseline_closed_form_control_cost_l05': 1.0, 'experiments.baseline_own_descriptors_removed_l05': 24.8,
+    'experiments.baseline_weight_space_removed_l05': 22.0, 'experiments.baseline_weight_space_control_cost_l05': 4.2,
+    'experiments.baseline_closed_form_removed_l1': 36.3, 'experiments.baseline_closed_form_control_cost_l1': 2.7,
+    'experiments.baseline_weight_space_removed_l1': 30.1, 'experiments.baseline_weight_space_control_cost_l1': 13.4,
+    'experiments.baseline_transport_control_cost_l1': 16.3, 'experiments.baseline_negated_teacher_distillation_control_cost_l1': 65.9,
+    'experiments.ablation_closed_form_retention': 0.74, 'experiments.descriptor_agreement_raw': 0.47,
+    'experiments.descriptor_agreement_whitened': 0.10, 'experiments.multitask_gain_Jmax': 9.78,
+    'experiments.multitask_control_J1': -1.27, 'experiments.multitask_control_Jmax': -15.30, 'experiments.no_fit_gain': 6.2,
+    'experiments.cross_scale_gain_a05': 14.1, 'experiments.cross_scale_removed_l05': 25.5,
+    'experiments.analogy_margin_weight_space': 0.1, 'experiments.analogy_margin_descriptor': 0.1,
+    'experiments.seed_descriptor_agreement': 0.95, 'experiments.seed_weight_agreement': 0.19, 'experiments.seed_sd_pair': 0.18,
+    'experiments.seed_sd_negation_l1': 0.08, 'adapter.median_rel_residual': 0.041, 'adapter.mean_gap_to_closed_form': 2.7,
+    'residuals.corr_operator_forfeit': -0.83, 'residuals.mean_descriptor_agreement': 0.47,
+    'audio.mean_gain_composed': 2.0, 'audio.gain_first': 1.66, 'audio.gain_second': 2.33, 'audio.cells_first_rises_share': 1.0,
+    'audio.cells_second_rises_share': 0.83, 'audio.control_move': 0.8, 'audio.negation_removed_l1': 14.4,
+    'audio.negation_control_cost_l1': 2.0, 'audio.adapter_gain': 11.1, 'audio.adapter_control_cost': 1.0, 'audio.certified_changed': 0,
+}
+EXAMINED_IN = {'zoo': '01_zoo', 'descriptors': '02_descriptors', 'composition': '04_composition', 'adapter': '05_adapter',
+               'residuals': '06_residuals', 'audio': '08_audio', 'experiments': '10_experiments'}
+
+def direction(metrics: dict, key: str) -> str:
+    "'agrees', 'unclear', 'reversed' or '' (no comparable paper figure, or not recorded): see the text."
+    if key not in metrics or key not in PAPER_VALUES: return ''
+    v, p = metrics[key], PAPER_VALUES[key]
+    lo, hi = metrics.get(f'{key}_ci_low', v), metrics.get(f'{key}_ci_high', v)
+    if p == 0: return 'agrees' if lo <= 0 <= hi else 'reversed'
+    if lo < 0 < hi: return 'unclear'
+    return 'agrees' if (v > 0) == (p > 0) else 'reversed'
+
 def paper_table(metrics: dict, rows=None) -> list:
-    "Markdown lines: each effect of `rows` (default `PAPER`), this run's value of its metric, and the paper's figure."
-    lines = ['| effect | here | paper | metric |', '| --- | --- | --- | --- |']
+    """Markdown lines: each effect of `rows` (default `PAPER`), this run's figure, its 95% interval and cells, the
+    paper's figure, the ratio to it and whether the direction agrees."""
+    lines = ['| effect | here | 95% interval | cells | paper | ratio | direction | metric |', '| --- | --- | --- | --- | --- | --- | --- | --- |']
     for key, what, paper in (PAPER if rows is None else rows):
         here = f'{metrics[key]:.3g}' if key in metrics else 'not recorded'
-        lines.append(f'| {what} | {here} | {paper} | `{key}` |')
+        ci = (f"{metrics[f'{key}_ci_low']:.3g} to {metrics[f'{key}_ci_high']:.3g}" if f'{key}_ci_low' in metrics else '')
+        n = f"{metrics[f'{key}_n_cells']:.0f}" if f'{key}_n_cells' in metrics else ''
+        p = PAPER_VALUES.get(key)
+        ratio = f'{metrics[key] / p:.2f}' if key in metrics and p else ''
+        d = direction(metrics, key)
+        if d == 'reversed': d = f"**reversed** (examined in `nbs/{EXAMINED_IN.get(key.split('.')[0], key.split('.')[0])}.ipynb`)"
+        lines.append(f'| {what} | {here} | {ci} | {n} | {paper} | {ratio} | {d} | `{key}` |')
     return lines
+
+# %% ../nbs/90_report.ipynb #24497a41
+_RULE_04 = ('04, on held-out training images of every task (uses their labels): among the budgets and plain/centred solves, '
+            'those whose single and pair edits cost the tasks they do not edit ≤ 2 points and whose negations cost the controls '
+            '≤ 2; the most pair gain wins')
+PROTOCOL = [  # (metric, the setting, the rule that chose it)
+    ('composition.solve_max_move', 'context movement budget of every bank', _RULE_04),
+    ('composition.solve_center', 'class-centred solve (1) or plain (0)', _RULE_04),
+    ('composition.ridge_floor_t_rule_heldout', 'text-side ridge from the held-out rule (1)',
+     "each grid's ridge pair, without labels: the best held-out reconstruction of the descriptor among the pairs that "
+     "move the held-out context rows within the budget; no floor (`solve_floor_t` 0)"),
+    ('composition.solve_floor_f', 'image-side ridge floor', 'none (0): the per-grid rule chooses the ridge'),
+    ('audio.solve_max_move', 'audio: context movement budget', "08, 04's rule on held-out training clips"),
+    ('audio.solve_center', 'audio: class-centred solve (1) or plain (0)', "08, 04's rule on held-out training clips"),
+    ('composition.n_seeds', 'source fine-tune seeds per family', 'every seed the zoo holds'),
+]
 
 def write_report(report_dir: str | Path) -> Path:
     "Write `report_dir/index.md`: the effects beside the paper's, every recorded metric, every figure, each sweep that ran."
@@ -141,6 +216,11 @@ def write_report(report_dir: str | Path) -> Path:
              f'Generated {time.strftime("%Y-%m-%d %H:%M:%S")} by `platonic-ta report`. '
              'Every number below was written by a stage notebook run (see `_runs/*.ipynb`).', '',
              '## Beside the paper', ''] + paper_table(metrics)
+    chosen = [(k, what, rule) for k, what, rule in PROTOCOL if k in metrics]
+    if chosen:
+        lines += ['', '## Choices and their rules', '', 'Test images only score. Each setting that shapes a headline figure, '
+                  'what this run chose and the rule that chose it:', '', '| setting | chosen | rule | metric |', '| --- | --- | --- | --- |']
+        lines += [f'| {what} | {metrics[k]:.3g} | {rule} | `{k}` |' for k, what, rule in chosen]
     placed = set()
     sections = [(t, fig, rows) for t, fig, rows in EXPERIMENTS if any(k in metrics for k, _, _ in rows)]
     if sections: lines += ['', '## Experiments beside the paper']
