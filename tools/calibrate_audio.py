@@ -2,7 +2,10 @@
 
 Pretrains the family with grounding-rate overrides, then prints zero-shot and linear-probe accuracy per audio task,
 and the accuracy of source fine-tunes of some tasks with how far each moves the other tasks.
-Example: .venv/bin/python tools/calibrate_audio.py FAMILY try1 '{"events": 0.1}' 400 events,genres"""
+Example: .venv/bin/python tools/calibrate_audio.py FAMILY try1 '{"events": 0.1}' 400 events,genres
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, time, json, torch
 torch.set_num_threads(1)
 from platonic_ta import audio_world

@@ -2,7 +2,10 @@
 
 Weights go to _runs/calibrate/FAMILY_TAG (or $CALIBRATE_OUT/FAMILY_TAG). Evaluation as tools/eval_family.py (its
 `evaluate`); fine-tunes on tallies, weaves, scales, grounds only.
-Example: .venv/bin/python tools/calibrate_family.py vit_w96 3000 try1 '{"lr": 0.001, "ft_steps": 100}'"""
+Example: .venv/bin/python tools/calibrate_family.py vit_w96 3000 try1 '{"lr": 0.001, "ft_steps": 100}'
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import os, sys, time, json, dataclasses, functools, torch
 torch.set_num_threads(1)
 from pathlib import Path

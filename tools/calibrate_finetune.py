@@ -2,7 +2,10 @@
 
 Prints, per edit task, zero-shot, probe and fine-tuned accuracy and the cost on each control; 500 test images per
 task, probe on 1,000 training images.
-Example: .venv/bin/python tools/calibrate_finetune.py vit_w96 _runs/calibrate/vit_w96_A '{"distill": 7.0}' weaves grounds"""
+Example: .venv/bin/python tools/calibrate_finetune.py vit_w96 _runs/calibrate/vit_w96_A '{"distill": 7.0}' weaves grounds
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path

@@ -2,7 +2,10 @@
 
 Pretrains the family with grounding-rate overrides, saves its weights to _runs/calibrate/FAMILY_TAG (or
 $CALIBRATE_OUT/FAMILY_TAG), then prints zero-shot and linear-probe accuracy per task (as tools/eval_family.py).
-Example: .venv/bin/python tools/calibrate_grounding.py vit_w96 try1 '{"weaves": 0.01}' '{"embed_dim": 128}'"""
+Example: .venv/bin/python tools/calibrate_grounding.py vit_w96 try1 '{"weaves": 0.01}' '{"embed_dim": 128}'
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import os, sys, time, json, dataclasses, torch
 torch.set_num_threads(1)
 from pathlib import Path

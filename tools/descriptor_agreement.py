@@ -5,7 +5,10 @@ the row-centred descriptor on the task's own probes; then the mean cosine over f
 the task's own probes, row-centred (a probe's shift common to every class changes none of its predictions), and on
 every grid row (1,000 probes and 125 training images of each other task, the demo's grids). Seed 0, one thread.
 With no overrides the zoo's own fine-tunes are measured; with overrides each family is fine-tuned again with them.
-Example: .venv/bin/python tools/descriptor_agreement.py full vit_w96,timm_avg,rn_w16 weaves,hues '{"logit_scale": 5.0}'"""
+Example: .venv/bin/python tools/descriptor_agreement.py full vit_w96,timm_avg,rn_w16 weaves,hues '{"logit_scale": 5.0}'
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, time, itertools, statistics, torch
 from pathlib import Path
 from platonic_ta import world

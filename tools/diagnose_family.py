@@ -4,7 +4,10 @@ WHAT is one of:
   features   probe on the tower's pre-projection features u against the embedding z, and a random-init tower's
   unshifted  zero-shot and probe on the hard tasks as shipped, then rendered without their domain shift ('photo')
   finetune   seed-0 fine-tunes of every task with FINETUNE overrides JSON (e.g. '{"lr": 0.0015}'): mean gain, control cost
-Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread."""
+Sizes: 1,000 training images, 500 test (1,000 for `finetune`, as 01); one thread.
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, json, torch, torch.nn.functional as F
 from sklearn.linear_model import LogisticRegression
 from platonic_ta import world

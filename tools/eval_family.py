@@ -1,7 +1,10 @@
 """Evaluate one built zoo family (dev tool): zero-shot, linear probe and its seed-0 fine-tunes, per task.
 
 Evaluation: 500 test images per task, probe fitted on 1,000 training images, one thread
-(`evaluate` is shared with tools/calibrate_family.py and tools/calibrate_grounding.py)."""
+(`evaluate` is shared with tools/calibrate_family.py and tools/calibrate_grounding.py).
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, torch
 from pathlib import Path
 from platonic_ta.zoo import load_base, load_finetune, ArtifactError

@@ -1,7 +1,10 @@
 """Prototype (dev tool): cross-model transfer of saved calibration fine-tunes, with and without anchor probes.
 
 Grids: 500 probes of each task (+ N_ANCHORS caption-corpus images as extra probes); ridges 'auto' above a floor
-(--floor); strengths 0.5 and 1; 500 test images per task and control."""
+(--floor); strengths 0.5 and 1; 500 test images per task and control.
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, json, copy, torch
 torch.set_num_threads(1)
 from pathlib import Path

@@ -12,7 +12,10 @@ other strengths (own and cross edits alike). --anatomy adds, per task, what a de
 carries out: the cosine of its class-centred probe rows with the centred one-hot labels and with the base's own affinities
 less their class means, and the least-squares share of a descriptor that the edit at strength 1 realises on the probes
 (own: of the target's own; cross: of the source's, and along the target's own).
-Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg"""
+Example: PLATONIC_TA_CACHE=/tmp/c .venv/bin/python tools/zoo_transfer.py full 1e-8 vit_w128 timm_avg
+It scores TEST images: it compares candidate worlds and recipes for the record. No setting of the method (the solve,
+its ridges and budgets, probe and context counts, strengths) is chosen with it: those come from held-out training
+images by the rules the stage notebooks state."""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
 from platonic_ta import world
