@@ -11,11 +11,14 @@ SMOKE = {
     '00_world.ipynb': (dict(n_per_task=64, n_bench=300), ['world.images_per_s', 'world.n_tasks', 'world.n_controls']),
     '01_zoo.ipynb': (dict(n_eval=100, n_probe_train=400), ['zoo.n_families', 'zoo.min_family_mean_gain', 'zoo.min_family_tasks_above_chance',
                                         'zoo.min_family_probe_gain', 'zoo.max_family_control_cost',
-                                        'zoo.min_pairwise_disagreement', 'zoo.build_s']),
+                                        'zoo.min_pairwise_disagreement', 'zoo.build_s',
+                                        'zoo.min_family_mean_gain_n_cells', 'zoo.max_family_control_cost_n_cells']),
     '01a_heads.ipynb': ({}, ['heads.n_towers', 'heads.max_encode_err']),
     '01b_guards.ipynb': ({}, []),
     '01c_lora.ipynb': ({}, []),
-    '02_descriptors.ipynb': (dict(n_union_zoo=32), ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos']),
+    '02_descriptors.ipynb': (dict(n_union_zoo=32), ['descriptors.same_task_cross_model_cos', 'descriptors.diff_task_within_model_cos',
+                                                              'descriptors.same_task_cross_model_cos_n_cells',
+                                                              'descriptors.diff_task_within_model_cos_n_cells']),
     '03_factorization.ipynb': (dict(real_archs=[], n_eval_zoo=100, n_probe_train=400), ['factorization.linearity_rel_err', 'factorization.fold_max_rel_err',
                                                      'factorization.mean_cross_gain']),
     '04_composition.ipynb': (dict(n_eval_zoo=100, n_oracle_eval=60, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], move_budgets=[0.5, 1.0],
@@ -30,12 +33,16 @@ SMOKE = {
                                   'composition.consensus_negation_control_cost_l05']),
     '05_adapter.ipynb': (dict(n_eval_zoo=100),
                          ['adapter.mean_gap_to_closed_form', 'adapter.control_gap_to_closed_form', 'adapter.s_per_edit',
-                              'adapter.cpu_s_per_edit', 'adapter.n_edits']),
+                              'adapter.cpu_s_per_edit', 'adapter.n_edits', 'adapter.mean_gap_to_closed_form_n_cells',
+                              'adapter.control_gap_to_closed_form_n_cells', 'adapter.median_rel_residual_n_cells']),
     '06_residuals.ipynb': (dict(n_eval_zoo=100, n_context_zoo=8, n_drift_zoo=16),
                            ['residuals.mean_dispersion', 'residuals.median_amplification',
                             'residuals.mean_operator_agreement', 'residuals.mean_descriptor_agreement',
                             'residuals.context_source_cross_gain', 'residuals.context_target_control_cost',
-                            'residuals.drift_kept_cross_gain', 'residuals.drift_removed_cross_gain']),
+                            'residuals.drift_kept_cross_gain', 'residuals.drift_removed_cross_gain',
+                            'residuals.mean_dispersion_n_cells', 'residuals.median_amplification_n_cells',
+                            'residuals.mean_operator_agreement_n_cells', 'residuals.mean_descriptor_agreement_n_cells',
+                            'residuals.context_source_cross_gain_n_cells', 'residuals.drift_kept_cross_gain_n_cells']),
     '07_real_models.ipynb': (dict(source_model='ViT-S-32-alt', target_model='ViT-S-16-alt', finetune_steps=2, n_probes=8),
                              ['real.source_ft_acc', 'real.target_acc_before', 'real.target_acc_after', 'real.reload_rel_err']),
     '10_experiments.ipynb': (dict(lora_steps=2, oracle_steps=2, trained_targets=1, ablation_sources=1, seed_tasks=1,
@@ -43,7 +50,9 @@ SMOKE = {
                                   lambdas_zoo=[1.0], analogy_lams=[1.0], orderings=2),
                              ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
                               'experiments.no_fit_gain', 'experiments.cross_scale_gain_a05',
-                              'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement']),
+                              'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement',
+                              'experiments.closed_form_cross_gain_a05_n_cells', 'experiments.closed_form_cross_gain_a05_ci_low',
+                              'experiments.closed_form_cross_gain_a05_ci_high', 'experiments.seed_descriptor_agreement_n_cells']),
     '90_report.ipynb': ({}, []),
     '91_sweep.ipynb': ({}, []),     # its slow section runs a tiny sweep on the process pool
     '92_lab.ipynb': ({}, []),       # the browser itself runs in tests/lab (make test-lab)
@@ -52,7 +61,8 @@ SMOKE = {
 # heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
 # scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
-              'audio.certified_changed', 'audio.solve_max_move']
+              'audio.certified_changed', 'audio.solve_max_move', 'audio.mean_gain_composed_n_cells',
+              'audio.mean_gain_composed_ci_low', 'audio.mean_gain_composed_ci_high', 'audio.adapter_gain_n_cells']
 SLOW_SMOKE = {
     '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2, n_context=4, n_corpus=16), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
