@@ -22,8 +22,8 @@ from .cache import EmbeddingCache, CacheCorruptionWarning, read_safetensors, ten
 
 # %% auto #0
 __all__ = ['affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine',
-           'consistency_matrix', 'consistency_summary', 'descriptor_store', 'zoo_descriptors', 'descriptor_matrix',
-           'consensus_descriptor', 'shuffled_descriptor']
+           'consistency_matrix', 'consistency_cosines', 'consistency_summary', 'descriptor_store', 'zoo_descriptors',
+           'descriptor_matrix', 'consensus_descriptor', 'shuffled_descriptor']
 
 # %% ../nbs/02_descriptors.ipynb #35f9cb7c
 def _check_emb(x, name: str) -> torch.Tensor:
@@ -268,9 +268,10 @@ def _mean_sd(xs: list) -> tuple[float, float]:
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else float('nan')
     return m, sd
 
-def consistency_summary(descriptors: dict, union_descriptors: dict | None = None) -> dict:
-    """Mean ± sample sd of same-task cross-model cosines (from `descriptors`, each task on its own grid) and of
-    different-task within-model cosines (from `union_descriptors`, every task on one union grid; default `descriptors`)."""
+def consistency_cosines(descriptors: dict, union_descriptors: dict | None = None) -> tuple[list, list]:
+    """`(same, cross)`: the same-task cross-model cosines (from `descriptors`, each task on its own grid) and the
+    different-task within-model cosines (from `union_descriptors`, every task on one union grid; default `descriptors`),
+    one per pair: the cells `consistency_summary` averages."""
     union = descriptors if union_descriptors is None else union_descriptors
     _check_keys(descriptors, 'descriptors'); _check_keys(union, 'union_descriptors')
     same, cross = [], []
@@ -293,6 +294,12 @@ def consistency_summary(descriptors: dict, union_descriptors: dict | None = None
                                         f"tasks on one common grid: build union_grid([...]) and recompute each model's "
                                         f"descriptors on it (union_descriptors)")
             cross.append(float(descriptor_cosine(a, b)))
+    return same, cross
+
+def consistency_summary(descriptors: dict, union_descriptors: dict | None = None) -> dict:
+    """Mean ± sample sd of same-task cross-model cosines (from `descriptors`, each task on its own grid) and of
+    different-task within-model cosines (from `union_descriptors`, every task on one union grid; default `descriptors`)."""
+    same, cross = consistency_cosines(descriptors, union_descriptors)
     (sm, ss), (cm, cs) = _mean_sd(same), _mean_sd(cross)
     return dict(same_task_mean=sm, same_task_sd=ss, same_task_pairs=len(same),
                 cross_task_mean=cm, cross_task_sd=cs, cross_task_pairs=len(cross))
