@@ -214,8 +214,12 @@ def write_report(report_dir: str | Path) -> Path:
     metrics = read_metrics(report_dir)
     lines = ['# platonic-ta report', '',
              f'Generated {time.strftime("%Y-%m-%d %H:%M:%S")} by `platonic-ta report`. '
-             'Every number below was written by a stage notebook run (see `_runs/*.ipynb`).', '',
-             '## Beside the paper', ''] + paper_table(metrics)
+             'Every number below was written by a stage notebook run (the executed notebooks sit beside this folder).', '']
+    if 'paper.wall_s' in metrics:
+        lines += [f"The full reproduction (`make paper`): {metrics.get('paper.n_stages_done', 0):.0f} of "
+                  f"{metrics.get('paper.n_stages', 0):.0f} stages done in {metrics['paper.wall_s'] / 60:.0f} minutes of wall time, "
+                  f"{metrics.get('paper.workers', 1):.0f} stages side by side.", '']
+    lines += ['## Beside the paper', ''] + paper_table(metrics)
     chosen = [(k, what, rule) for k, what, rule in PROTOCOL if k in metrics]
     if chosen:
         lines += ['', '## Choices and their rules', '', 'Test images only score. Each setting that shapes a headline figure, '
