@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from platonic_ta.report import PAPER, EXPERIMENTS, PAPER_VALUES
+from platonic_ta.paper_figures import PAPER, EXPERIMENTS, PAPER_VALUES
 
 NBS = Path(__file__).resolve().parents[1] / 'nbs'
 DECIMAL = re.compile(r'(?<![\w.])\d*\.\d+(?:\.\d+)*')
 STRIP = [re.compile(p, re.S) for p in (r'```.*?```', r'`[^`]*`', r'\$[^$]*\$', r'\]\([^)]*\)', r'arXiv:\S+', r'https?://\S+')]
 
-# The paper's figures the notebooks quote besides those of the report's tables (report.PAPER, report.EXPERIMENTS):
+# The paper's figures the notebooks quote besides those of the report's tables (paper_figures.PAPER, paper_figures.EXPERIMENTS):
 # its spreads, per-table cells and side results, as it prints them.
 PAPER_QUOTED = {'0.066', '0.169', '47.8', '0.99', '0.77', '1.27', '1.5', '0.48', '9.8', '19.2', '1.3', '15.3', '4.8', '7.7',
                 '16.13', '0.91', '0.73', '0.53', '0.39', '5.5', '0.4', '0.2', '75.69', '69.99', '35.2', '4.5', '6.7'}
