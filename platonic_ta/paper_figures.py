@@ -189,4 +189,8 @@ PROTOCOL = [  # (metric, the setting, the rule that chose it)
     ('audio.solve_max_move', 'audio: context movement budget', "08, 04's rule on held-out training clips"),
     ('audio.solve_center', 'audio: class-centred solve (1) or plain (0)', "08, 04's rule on held-out training clips"),
     ('composition.n_seeds', 'source fine-tune seeds per family', 'every seed the zoo holds'),
+    ('composition.n_probes', 'own probes per task grid',
+     'fixed before any run, not measured: half of each task\'s training split (the images no grid holds are held out for the rules)'),
+    ('composition.n_context', 'context images of each other task per grid',
+     'fixed before any run, not measured: unlabeled training images of every other edit task'),
 ]
