@@ -1,4 +1,5 @@
-"The paper run on Ray: two tiny stages, the second reading what the first records; the second fails on the pool, then\nfinishes on a local Ray with the first kept."
+"""The paper run on Ray: two tiny stages, the second reading what the first records; the second fails on the pool, then
+finishes on a local Ray with the first kept."""
 import json, subprocess, sys
 from pathlib import Path
 
