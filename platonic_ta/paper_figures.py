@@ -138,7 +138,6 @@ PAPER_VALUES = {
     'experiments.descriptor_agreement_whitened': 0.10, 'experiments.multitask_gain_Jmax': 9.78,
     'experiments.multitask_control_J1': -1.27, 'experiments.multitask_control_Jmax': -15.30, 'experiments.no_fit_gain': 6.2,
     'experiments.cross_scale_gain_a05': 14.1, 'experiments.cross_scale_removed_l05': 25.5,
-    'experiments.analogy_margin_weight_space': 0.1, 'experiments.analogy_margin_descriptor': 0.1,
     'experiments.seed_descriptor_agreement': 0.95, 'experiments.seed_weight_agreement': 0.19, 'experiments.seed_sd_pair': 0.18,
     'experiments.seed_sd_negation_l1': 0.08, 'adapter.median_rel_residual': 0.041, 'adapter.mean_gap_to_closed_form': 2.7,
     'residuals.corr_operator_forfeit': -0.83, 'residuals.mean_descriptor_agreement': 0.47,
