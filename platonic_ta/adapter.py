@@ -26,7 +26,7 @@ from ._io import pair_paths
 
 # %% auto #0
 __all__ = ['AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
-           'adapter_gaps']
+           'adapter_gaps', 'edit_residuals']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -317,3 +317,31 @@ def adapter_gaps(rows) -> dict:
                 control_gap_to_closed_form=mean([r['ctl_adapter'] - r['ctl_cf'] for r in rows]),
                 control_dist_adapter=mean([abs(r['ctl_adapter'] - r['ctl_zs']) for r in rows]),
                 control_dist_closed_form=mean([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))
+
+def _grid_embed(enc, g: Grid, cache: EmbeddingCache | None) -> tuple:
+    "(unit image embeddings of the grid's images, unit text embeddings of its prompts), float64."
+    if cache is not None: z, T = cache.image_embeddings(enc, g), cache.text_embeddings(enc, g)
+    else:
+        device, dtype = _model_place(enc.model)
+        z, T = _tower_embed(image_tower(enc.model), enc.preprocess(g.images).to(device, dtype)), prompt_embeddings(enc, g.prompts)
+    return F.normalize(z.double().cpu(), dim=-1), F.normalize(T.double().cpu(), dim=-1)
+
+@torch.no_grad()
+def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None) -> dict:
+    """How far `edited`'s change of the affinities on the terms' grids is from what the terms ask, relative to what
+    they ask (the target's text embeddings on both sides): `full` = ‖ΔA − Σ c·U‖ / ‖Σ c·U‖ over every row of every
+    grid, `class_relative` the same with each row's mean over the classes removed first (the part a prediction
+    depends on)."""
+    want = {}
+    for g, U, c in _check_terms(terms):
+        w = want.setdefault(g.grid_hash, [g, 0.0]); w[1] = w[1] + c * U.double().cpu()
+    centre = lambda x: x - x.mean(1, keepdim=True)
+    sums = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0])
+    for g, W in want.values():
+        (z0, T), (z1, _) = _grid_embed(target, g, cache), _grid_embed(edited, g, cache)
+        E = (z1 - z0) @ T.T - W
+        for k, f in (('full', lambda x: x), ('class_relative', centre)):
+            sums[k][0] += f(E).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
+    for k, (num, den) in sums.items():
+        if den == 0: raise ValueError(f"the terms ask for no {k.replace('_', '-')} change (all zero): there is nothing to compare the edit with")
+    return {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
