@@ -25,11 +25,13 @@ from .guards import (check_number, check_count, check_seed, check_alloc, check_k
 from ._io import pair_paths
 
 # %% auto #0
-__all__ = ['AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
+__all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
            'adapter_gaps', 'edit_residuals']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+
+FITS = ('full', 'class_relative')   # what the adapter's objective compares (AdapterConfig.fit)
 
 @dataclass
 class AdapterConfig:
@@ -41,6 +43,8 @@ class AdapterConfig:
     batch: int | None = None # probes per grid per step; None: every probe of every grid each step (full batch)
     seed: int = 0            # seeds the LoRA init and the probe batches
     schedule: str = 'constant'  # learning rate over the steps: 'constant', or 'cosine' (from lr down to 0)
+    fit: str = 'full'        # what the objective compares: 'full' (the whole change of the affinities) or
+                             # 'class_relative' (each probe's change less its mean over the classes)
 
     def __post_init__(self):
         if not _is_int(self.rank) or self.rank < 1:
@@ -61,6 +65,9 @@ class AdapterConfig:
         check_seed(self.seed)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}; e.g. AdapterConfig(schedule='cosine')")
+        if self.fit not in FITS:
+            raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}; e.g. AdapterConfig(fit='class_relative') to fit "
+                             "only the differences between classes")
         self.alpha, self.lr = float(self.alpha), float(self.lr)
 
 # %% ../nbs/05_adapter.ipynb #13ed4ae3
@@ -143,7 +150,12 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
         G['terms'].append((U.to(device, G['T'].dtype), c))
     return grids
 
-def _objective(visual, grids: dict, gen=None, batch=None) -> torch.Tensor:
+def _gap(D, W, fit: str) -> torch.Tensor:
+    "The part of `D − W` the objective compares: all of it, or each row less its mean over the classes."
+    E = D - W
+    return E - E.mean(1, keepdim=True) if fit == 'class_relative' else E
+
+def _objective(visual, grids: dict, gen=None, batch=None, fit: str = 'full') -> torch.Tensor:
     loss = 0.0
     for G in grids.values():
         N = len(G['X'])
@@ -151,15 +163,15 @@ def _objective(visual, grids: dict, gen=None, batch=None) -> torch.Tensor:
         pick = (lambda t: t) if idx is None else (lambda t: t[idx])
         z = _first(visual(pick(G['X']))).to(G['T'].dtype)
         D = F.normalize(z, dim=-1) @ G['T'].T - pick(G['A0'])
-        for U, c in G['terms']: loss = loss + (D - c * pick(U)).pow(2).mean()
+        for U, c in G['terms']: loss = loss + _gap(D, c * pick(U), fit).pow(2).mean()
     return loss
 
 @torch.no_grad()
-def _full_objective(visual, grids: dict, bs: int = 256) -> float:
+def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full') -> float:
     loss = 0.0
     for G in grids.values():
         D = F.normalize(_tower_embed(visual, G['X'], bs).to(G['T'].dtype), dim=-1) @ G['T'].T - G['A0']
-        for U, c in G['terms']: loss += (D - c * U).pow(2).mean().item()
+        for U, c in G['terms']: loss += _gap(D, c * U, fit).pow(2).mean().item()
     return loss
 
 # %% ../nbs/05_adapter.ipynb #748c8518
@@ -188,12 +200,12 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
-    loss_start = _full_objective(visual, grids)
+    loss_start = _full_objective(visual, grids, fit=cfg.fit)
     losses, t_fit = [], time.time()
     bar = tqdm(range(cfg.steps), desc=f'adapter {target.name}', disable=not progress, mininterval=1)
     for step in bar:
         for grp in opt.param_groups: grp['lr'] = cfg.lr * lr_factor(cfg.schedule, step, cfg.steps)
-        loss = _objective(visual, grids, gen, cfg.batch)
+        loss = _objective(visual, grids, gen, cfg.batch, cfg.fit)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if step == 0:
@@ -207,7 +219,7 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     t_fit = time.time() - t_fit
     tensors = adapter_tensors(pm)
     enc.model = merge_adapter(pm).eval()
-    loss_final = _full_objective(image_tower(enc.model), grids)
+    loss_final = _full_objective(image_tower(enc.model), grids, fit=cfg.fit)
     enc.name = name or f'{target.name}+adapter'
     seconds = time.time() - t0
     meta = dict(kind='adapter', config=asdict(cfg), target=str(target.name), target_weights_hash=target.weights_hash(),
