@@ -14,7 +14,8 @@ from .report import STAGES, CONTEXT, stage_order, write_report, repo_root
 from .sweep import SweepError, code_version, make_executor, read_status, resolve_notebook, run_cell
 
 # %% auto #0
-__all__ = ['PAIRS', 'NEGATIONS', 'PAPER_STAGES', 'PAPER_NEEDS', 'paper_status', 'run_paper', 'paper_main']
+__all__ = ['PAIRS', 'NEGATIONS', 'PAPER_STAGES', 'PAPER_NEEDS', 'AUDIO_STAGES', 'paper_status', 'run_paper', 'with_zoos',
+           'paper_main']
 
 # %% ../nbs/94_paper.ipynb #f2368a44
 PAIRS, NEGATIONS = 4, 4   # addition and negation cells per target of the adapter and the baselines
@@ -47,9 +48,10 @@ def paper_status(out, stages: dict | None = None) -> dict:
     return {nb: _stage_state(Path(out) / 'stages' / Path(nb).stem, p) for nb, p in stages.items()}
 
 def run_paper(out=None, stages: dict | None = None, needs: dict | None = None, workers: int = 2, ray: bool = False,
-              ray_address: str | None = None, kernel: str = 'python3', report: bool = True) -> dict:
+              ray_address: str | None = None, kernel: str = 'python3', report: bool = True, replace: bool = False) -> dict:
     """Run the stages of `stages` (default `PAPER_STAGES`) not done yet into `out` (default `<repo>/_runs/paper`),
-    `workers` at a time on a process pool or on Ray; record `paper.wall_s` and write the report. Returns each stage's state."""
+    `workers` at a time on a process pool or on Ray; record `paper.wall_s` and write the report. A stage done there with
+    other parameters (another zoo, say) is refused unless `replace`. Returns each stage's state."""
     workers = check_count(workers, 'workers', 1, hint='how many stages run side by side')
     stages = PAPER_STAGES if stages is None else stages
     needs = PAPER_NEEDS if needs is None else needs
@@ -57,6 +59,10 @@ def run_paper(out=None, stages: dict | None = None, needs: dict | None = None, w
     report_dir = out / 'report'; report_dir.mkdir(parents=True, exist_ok=True)
     paths = {nb: resolve_notebook(nb) for nb in stages}          # every notebook found before anything runs
     state = paper_status(out, stages)
+    changed = [nb for nb, s in state.items() if s == 'changed']
+    if changed and not replace:
+        raise SweepError(f"{changed} were run in {out} with other parameters (another zoo, say): pass another output folder "
+                         "to keep that run, or replace it (run_paper(replace=True), platonic-ta paper --replace)")
     done = [nb for nb, s in state.items() if s == 'done']
     print(f'[paper] {len(stages)} stages: {len(done)} done, {len(stages) - len(done)} to run; output {out}', flush=True)
     for nb, s in state.items():
@@ -97,6 +103,17 @@ def run_paper(out=None, stages: dict | None = None, needs: dict | None = None, w
     return state
 
 # %% ../nbs/94_paper.ipynb #a37439d1
+AUDIO_STAGES = ('08_audio.ipynb',)   # stages whose `zoo` parameter names an audio zoo
+
+def with_zoos(stages: dict, zoo=None, audio_zoo=None) -> dict:
+    "`stages` with every image stage's `zoo` set to `zoo` and the audio stages' to `audio_zoo` (None: as they are)."
+    out = {}
+    for nb, p in stages.items():
+        z = audio_zoo if nb in AUDIO_STAGES else zoo
+        out[nb] = dict(p, zoo=str(Path(z).resolve())) if z is not None and 'zoo' in p else p
+    return out
+
+# %% ../nbs/94_paper.ipynb #94dfa372
 def paper_main(argv=None) -> int:
     "`platonic-ta paper`: the full reproduction into `_runs/paper/` (resumable: finished stages are kept)."
     ap = argparse.ArgumentParser(prog='platonic-ta paper', description=paper_main.__doc__)
@@ -106,14 +123,21 @@ def paper_main(argv=None) -> int:
     ap.add_argument('--ray-address', default=None, help='run the stages on this Ray cluster (implies --ray)')
     ap.add_argument('--only', nargs='*', default=None, help='stage notebooks to run (prefixes, e.g. 04 10); default: all')
     ap.add_argument('--status', action='store_true', help="print each stage's state and run nothing")
+    ap.add_argument('--replace', action='store_true', help='run again the stages this folder holds with other parameters (their run is replaced)')
+    ap.add_argument('--zoo', default=None, metavar='FOLDER', help='the image zoo every image stage uses (default: the full zoo, built here or shipped)')
+    ap.add_argument('--audio-zoo', default=None, metavar='FOLDER', help='the audio zoo of the audio stage (default: the shipped one)')
     a = ap.parse_args(argv)
     stages = PAPER_STAGES if not a.only else {k: v for k, v in PAPER_STAGES.items() if any(k.startswith(o) for o in a.only)}
     if not stages: ap.error(f'--only matched no stage; stages are {list(PAPER_STAGES)}')
+    for flag, folder in (('--zoo', a.zoo), ('--audio-zoo', a.audio_zoo)):
+        if folder is not None and not Path(folder).is_dir():
+            ap.error(f"{flag} {folder}: no such folder; pass a zoo folder (build_zoo / build_audio_zoo write one)")
+    stages = with_zoos(stages, a.zoo, a.audio_zoo)
     out = Path(a.out) if a.out else repo_root() / '_runs' / 'paper'
     if a.status:
         for nb, s in paper_status(out, stages).items(): print(f'{nb:<24} {s}')
         return 0
-    try: state = run_paper(out, stages, workers=a.workers, ray=a.ray, ray_address=a.ray_address)
+    try: state = run_paper(out, stages, workers=a.workers, ray=a.ray, ray_address=a.ray_address, replace=a.replace)
     except SweepError as e:
         print(f'platonic-ta paper: error: {e}', file=sys.stderr); return 2
     return 0 if all(s == 'done' for s in state.values()) else 1
