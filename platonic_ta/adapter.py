@@ -15,7 +15,7 @@ from .heads import image_tower
 from .grids import Grid
 from .cache import EmbeddingCache
 from .encoders import prompt_embeddings
-from .descriptors import Descriptor, affinity
+from .descriptors import Descriptor, affinity, descriptor
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors
 from .training import SCHEDULES, lr_factor
@@ -132,6 +132,14 @@ class AdapterFit:
                 f"{self.loss_final:.3g}, {self.seconds:.1f}s)")
 
 # %% ../nbs/05_adapter.ipynb #da1e0140
+def _grid_embed(enc, g: Grid, cache: EmbeddingCache | None = None, X=None) -> tuple:
+    "(image embeddings of the grid's images, text embeddings of its prompts): from `cache`, else a pass (`X`: its pixels)."
+    if cache is not None: return cache.image_embeddings(enc, g), cache.text_embeddings(enc, g)
+    if X is None:
+        device, dtype = _model_place(enc.model)
+        X = enc.preprocess(g.images).to(device, dtype)
+    return _tower_embed(image_tower(enc.model), X), prompt_embeddings(enc, g.prompts)
+
 def _prepare(target, terms, cache, device, dtype) -> dict:
     "Per distinct grid: preprocessed probes, fixed text units, A_0 and the grid's terms."
     grids = {}
@@ -140,12 +148,7 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
         if G is None:
             X = target.preprocess(g.images).to(device, dtype)          # pixels in the model's dtype
             fdt = torch.promote_types(dtype, torch.float32)             # affinities: float32 at least (half models too)
-            if cache is not None:
-                T = cache.text_embeddings(target, g).to(device, fdt)
-                Z0 = cache.image_embeddings(target, g).to(device, fdt)
-            else:
-                T = prompt_embeddings(target, g.prompts).to(device, fdt)
-                Z0 = _tower_embed(image_tower(target.model), X).to(fdt)
+            Z0, T = (t.to(device, fdt) for t in _grid_embed(target, g, cache, X))
             G = grids[g.grid_hash] = dict(grid=g, X=X, T=T, A0=affinity(Z0, T), terms=[])
         G['terms'].append((U.to(device, G['T'].dtype), c))
     return grids
@@ -330,28 +333,20 @@ def adapter_gaps(rows) -> dict:
                 control_dist_adapter=mean([abs(r['ctl_adapter'] - r['ctl_zs']) for r in rows]),
                 control_dist_closed_form=mean([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))
 
-def _grid_embed(enc, g: Grid, cache: EmbeddingCache | None) -> tuple:
-    "(unit image embeddings of the grid's images, unit text embeddings of its prompts), float64."
-    if cache is not None: z, T = cache.image_embeddings(enc, g), cache.text_embeddings(enc, g)
-    else:
-        device, dtype = _model_place(enc.model)
-        z, T = _tower_embed(image_tower(enc.model), enc.preprocess(g.images).to(device, dtype)), prompt_embeddings(enc, g.prompts)
-    return F.normalize(z.double().cpu(), dim=-1), F.normalize(T.double().cpu(), dim=-1)
-
 @torch.no_grad()
 def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None) -> dict:
     """How far `edited`'s change of the affinities on the terms' grids is from what the terms ask, relative to what
     they ask (the target's text embeddings on both sides): `full` = ‖ΔA − Σ c·U‖ / ‖Σ c·U‖ over every row of every
     grid, `class_relative` the same with each row's mean over the classes removed first (the part a prediction
-    depends on)."""
+    depends on). The target's embeddings come from `cache` when given; the edited model's, made once, from a pass."""
     want = {}
     for g, U, c in _check_terms(terms):
         w = want.setdefault(g.grid_hash, [g, 0.0]); w[1] = w[1] + c * U.double().cpu()
     centre = lambda x: x - x.mean(1, keepdim=True)
     sums = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0])
     for g, W in want.values():
-        (z0, T), (z1, _) = _grid_embed(target, g, cache), _grid_embed(edited, g, cache)
-        E = (z1 - z0) @ T.T - W
+        (z0, T), (z1, _) = _grid_embed(target, g, cache), _grid_embed(edited, g)
+        E = descriptor(z1.double().cpu(), z0.double().cpu(), T.double().cpu()) - W
         for k, f in (('full', lambda x: x), ('class_relative', centre)):
             sums[k][0] += f(E).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
     for k, (num, den) in sums.items():

@@ -57,6 +57,13 @@ def _stat_fn(stat):
     f = STATS[stat]
     return lambda rows, groups: float(f(rows))
 
+def _group_codes(groups, n: int) -> np.ndarray:
+    "One integer code per cell: its group's (all 0 without groups)."
+    if groups is None: return np.zeros(n, dtype=int)
+    g = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    if len(g) != n: raise ValueError(f"{len(g)} group labels for {n} cells: give one label per cell")
+    return g
+
 def bootstrap_interval(values, stat='mean', groups=None, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple:
     """`(low, high)`, the percentile-bootstrap interval of `stat` over the cells `values` (one row each); with `groups`
     (one label per cell) cells are resampled within each group. `stat` is a name of `STATS` or `f(rows, groups)`.
@@ -65,9 +72,7 @@ def bootstrap_interval(values, stat='mean', groups=None, level: float = 0.95, n_
     n = len(rows)
     if not 0 < level < 1: raise ValueError(f"level={level}: a coverage between 0 and 1, e.g. 0.95")
     if n < 2: return float('nan'), float('nan')
-    f, rng = _stat_fn(stat), np.random.default_rng(seed)
-    g = np.zeros(n, dtype=int) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-    if len(g) != n: raise ValueError(f"{len(g)} group labels for {n} cells: give one label per cell")
+    f, rng, g = _stat_fn(stat), np.random.default_rng(seed), _group_codes(groups, n)
     members = [np.flatnonzero(g == k) for k in np.unique(g)]
     draws = []
     for _ in range(n_boot):
@@ -78,15 +83,15 @@ def bootstrap_interval(values, stat='mean', groups=None, level: float = 0.95, n_
 
 def interval_metrics(key: str, values, stat='mean', groups=None, value=None, **kw) -> dict:
     """`{key, key_ci_low, key_ci_high, key_n_cells}` for a figure over cells `values` (see `bootstrap_interval`); the
-    interval keys only with two cells or more. `value`, when given, must be what `stat` gives on the cells."""
+    interval keys only with two cells or more. `value`, when given, must be what `stat` gives on the cells, and is
+    recorded as it is (the figure as the stage computed it)."""
     rows = np.asarray(values, dtype=float)
     if len(rows) == 0: raise ValueError(f"{key}: no cells, so no figure: record it only where cells were measured")
-    g = None if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-    v = _stat_fn(stat)(rows, g if g is not None else np.zeros(len(rows), dtype=int))
+    v = _stat_fn(stat)(rows, _group_codes(groups, len(rows)))
     if value is not None and not math.isclose(float(value), v, rel_tol=1e-6, abs_tol=1e-9):
         raise ValueError(f"{key}: the figure {value} is not the {stat if isinstance(stat, str) else 'statistic'} of its "
                          f"{len(rows)} cells ({v}): pass the cells the figure was computed from")
-    out = {key: v, f'{key}_n_cells': len(rows)}
+    out = {key: v if value is None else value, f'{key}_n_cells': len(rows)}
     lo, hi = bootstrap_interval(rows, stat, groups, **kw)
     if math.isfinite(lo): out.update({f'{key}_ci_low': lo, f'{key}_ci_high': hi})
     return out

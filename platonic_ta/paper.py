@@ -10,7 +10,7 @@ from pathlib import Path
 from ._io import atomic_write_text
 from .guards import check_count
 from .metrics import record_metrics
-from .report import STAGES, CONTEXT, stage_order, write_report, repo_root
+from .report import STAGES, CONTEXT, needs_of, stage_order, write_report, repo_root
 from .sweep import SweepError, code_version, make_executor, read_status, resolve_notebook, run_cell
 
 # %% auto #0
@@ -32,7 +32,7 @@ PAPER_STAGES = {  # notebook -> parameters at full size (beyond report_dir)
     '06_residuals.ipynb': STAGES['06_residuals.ipynb'],
     '08_audio.ipynb': {k: v for k, v in STAGES['08_audio.ipynb'].items() if k != 'move_budgets'},   # every budget
 }
-PAPER_NEEDS = {nb: ('04_composition.ipynb',) for nb, p in PAPER_STAGES.items() if p.get('solve') == 'composition'}
+PAPER_NEEDS = needs_of(PAPER_STAGES)
 
 # %% ../nbs/94_paper.ipynb #70a65804
 def _stage_state(cell_dir: Path, params: dict) -> str:
@@ -70,10 +70,11 @@ def run_paper(out=None, stages: dict | None = None, needs: dict | None = None, w
     book = out / 'paper.json'
     prior = json.loads(book.read_text()) if book.exists() else {'wall_s': 0.0, 'runs': []}
     t0, version, failed, running = time.time(), code_version(), [], {}
+    executor = 'ray' if (ray or ray_address) else 'pool'
     submit, wait, close = make_executor(workers, ray, ray_address)
     job = lambda nb: dict(notebook=str(paths[nb]), cell_dir=str(out / 'stages' / Path(nb).stem), params=stages[nb],
                           report_dir=str(report_dir.resolve()), cwd=str(paths[nb].parent), kernel=kernel, version=version,
-                          executor='ray' if (ray or ray_address) else 'pool')
+                          executor=executor)
     try:
         while True:
             for nb in stage_order(stages, needs, done=done + failed):   # a failed stage's dependents never start
@@ -91,7 +92,7 @@ def run_paper(out=None, stages: dict | None = None, needs: dict | None = None, w
     wall = time.time() - t0
     prior['wall_s'] += wall
     prior['runs'].append(dict(started=time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t0)), wall_s=round(wall, 1),
-                              workers=workers, executor='ray' if (ray or ray_address) else 'pool', code_version=version))
+                              workers=workers, executor=executor, code_version=version))
     atomic_write_text(book, json.dumps(prior, indent=1))
     record_metrics({'paper.wall_s': prior['wall_s'], 'paper.n_stages_done': len(done), 'paper.n_stages': len(stages),
                     'paper.workers': workers}, report_dir)

@@ -172,7 +172,7 @@ def paper_table(metrics: dict, rows=None) -> list:
         p = PAPER_VALUES.get(key)
         ratio = f'{metrics[key] / p:.2f}' if key in metrics and p else ''
         d = direction(metrics, key)
-        if d == 'reversed': d = f"**reversed** (examined in `nbs/{EXAMINED_IN.get(key.split('.')[0], key.split('.')[0])}.ipynb`)"
+        if d == 'reversed': d = f"**reversed** (examined in `nbs/{EXAMINED_IN[key.split('.')[0]]}.ipynb`)"
         lines.append(f'| {what} | {here} | {ci} | {n} | {paper} | {ratio} | {d} | `{key}` |')
     return lines
 

@@ -13,7 +13,7 @@ from .grids import CONTEXT_PER_TASK
 from .paper_figures import PAPER, EXPERIMENTS, PROTOCOL, paper_table
 
 # %% auto #0
-__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'write_report', 'stage_order', 'run_stages',
+__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'write_report', 'needs_of', 'stage_order', 'run_stages',
            'run_benches', 'run_lab', 'run_demo', 'main']
 
 # %% ../nbs/90_report.ipynb #8d0f7ce6
@@ -94,7 +94,11 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
 BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records its bench.* figures
 
 # %% ../nbs/90_report.ipynb #66c80dee
-NEEDS = {nb: ('04_composition.ipynb',) for nb, p in STAGES.items() if p.get('solve') == 'composition'}
+def needs_of(stages: dict) -> dict:
+    "Stage -> the stages it waits on: those that read the solve configuration 04 records wait on 04."
+    return {nb: ('04_composition.ipynb',) for nb, p in stages.items() if p.get('solve') == 'composition'}
+
+NEEDS = needs_of(STAGES)
 
 def stage_order(stages, needs: dict | None = None, done=()) -> list:
     "The stages of `stages` not in `done` whose needs (within `stages`) are done, in the order a free worker takes them."
