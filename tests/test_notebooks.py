@@ -50,7 +50,7 @@ SMOKE = {
                                   seed_families=1, seed_finetune_steps=2, n_eval_zoo=50, probe_fractions=3,
                                   lambdas_zoo=[1.0], analogy_lams=[1.0], orderings=2),
                              ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
-                              'experiments.no_fit_gain', 'experiments.cross_scale_gain_a05',
+                              'experiments.no_fit_unrelated_gain', 'experiments.no_fit_related_gain', 'experiments.cross_scale_gain_a05',
                               'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement',
                               'experiments.closed_form_cross_gain_a05_n_cells', 'experiments.closed_form_cross_gain_a05_ci_low',
                               'experiments.closed_form_cross_gain_a05_ci_high', 'experiments.seed_descriptor_agreement_n_cells']),
