@@ -16,9 +16,10 @@ from .audio_frontend import FrontEnd, LogMel
 from .encoders import DualEncoder
 from .families import WordTokenizer, FinetuneConfig, FINETUNE
 from .training import contrastive_train, finetune
-from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path
+from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path, pretraining_seed, machine_record
 from .lora import load_adapter_tensors
 from ._io import atomic_write_text, cache_root
+from .guards import check_seed
 
 # %% auto #0
 __all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
@@ -235,7 +236,7 @@ def _valid(path: Path):
     try: return load_artifact(path)
     except ArtifactError: return None
 
-def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune, progress, world_id) -> None:
+def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune, progress, world_id, build_seed=0) -> None:
     "Pretrain one family (unless its valid base is there) and fine-tune it on `tasks` × `seeds` (what is missing)."
     steps = f.steps if pretrain_steps is None else pretrain_steps
     bp = base_path(zoo, f.name)
@@ -243,10 +244,15 @@ def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, f
     if got and (got[1].get('world'), got[1].get('steps')) != (world_id, steps):
         raise ValueError(f"{bp} was built on audio world {got[1].get('world')} with {got[1].get('steps')} steps, not "
                          f"{world_id} with {steps}: use another folder (zoo=...) rather than overwrite it")
+    if got and got[1].get('build_seed', 0) != build_seed:
+        raise ValueError(f"{bp} belongs to build seed {got[1].get('build_seed', 0)}, not {build_seed}: each build goes to "
+                         "its own folder (zoo=...)")
     if not got:
         t0, c0 = time.time(), time.process_time()
-        enc, losses = pretrain_audio(f, steps, progress=progress)
+        seed = pretraining_seed(f.seed, build_seed)
+        enc, losses = pretrain_audio(f, steps, seed=seed, progress=progress)
         save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
+                      build_seed=build_seed, pretraining_seed=seed,
                       seconds=time.time() - t0, cpu_seconds=time.process_time() - c0, loss_first=losses[0],
                       loss_last=float(np.mean(losses[-20:])), world=world_id))
     base = load_audio_base(f, zoo)
@@ -274,10 +280,14 @@ def _build_worker(args):
     return _build_family(*args)
 
 def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
-                    finetune_steps: int | None = None, progress: bool = True, workers: int = 1, finetune: dict | None = None) -> Path:
+                    finetune_steps: int | None = None, progress: bool = True, workers: int = 1, finetune: dict | None = None,
+                    build_seed: int = 0) -> Path:
     """Build (or resume) audio families' bases and source fine-tunes (`workers` processes, one family each); returns the
-    folder. `finetune` overrides settings of `AUDIO_FINETUNE` (`finetune_steps` its steps)."""
+    folder. `finetune` overrides settings of `AUDIO_FINETUNE` (`finetune_steps` its steps); `build_seed` pretrains every
+    family from another seed (`zoo.pretraining_seed`): an independent build, for its own folder."""
     t_start, cpu_start = time.time(), _cpu_seconds()
+    started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    build_seed = check_seed(build_seed, 'build_seed')
     zoo = Path(zoo or default_audio_zoo_dir())
     families = list(AUDIO_FAMILIES) if families is None else list(families)
     tasks = audio_world.list_tasks(controls=False) if tasks is None else list(tasks)
@@ -287,7 +297,7 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
     finetune = {**(finetune or {}), **({} if finetune_steps is None else {'steps': finetune_steps})}
     audio_recipe(None, **finetune)                       # a misspelt setting stops here, before any work
     world_id = audio_world.fingerprint()
-    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune, progress, world_id) for f in families]
+    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune, progress, world_id, build_seed) for f in families]
     if workers > 1 and len(jobs) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -298,9 +308,13 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
         for j in jobs: _build_family(*j)
     log = zoo / 'BUILDS.json'
     runs = json.loads(log.read_text()) if log.exists() else []
-    runs.append(dict(families=[_family(f).name for f in families], tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                     finetune=finetune, workers=workers, wall_seconds=time.time() - t_start,
-                     cpu_seconds=_cpu_seconds() - cpu_start))
+    names = [_family(f).name for f in families]
+    command = (f'build_audio_zoo(families={names!r}, tasks={tasks!r}, seeds={tuple(seeds)!r}, zoo={str(zoo)!r}, '
+               f'pretrain_steps={pretrain_steps!r}, finetune={finetune!r}, workers={workers}, build_seed={build_seed})')
+    runs.append(dict(families=names, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
+                     finetune=finetune, workers=workers, build_seed=build_seed, command=command, machine=machine_record(),
+                     started=started, finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                     wall_seconds=time.time() - t_start, cpu_seconds=_cpu_seconds() - cpu_start))
     text = json.dumps(runs, indent=1)
     atomic_write_text(log, text)
     return zoo

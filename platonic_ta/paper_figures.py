@@ -126,7 +126,9 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
     ]),
     ('Shared part and residual', '06_residuals', [
         ('residuals.corr_operator_forfeit', 'operator agreement against forfeited gain (correlation over tasks)', '−0.83'),
-        ('residuals.corr_descriptor_forfeit', 'descriptor agreement against forfeited gain (correlation over tasks)', 'not reported'),
+        ('residuals.corr_descriptor_forfeit', 'descriptor agreement against forfeited gain (correlation over tasks)', '−0.48'),
+        ('residuals.corr_operator_forfeit_cells', 'operator agreement against forfeited gain, per (pair, task) cell', 'not reported'),
+        ('residuals.corr_descriptor_forfeit_cells', 'descriptor agreement against forfeited gain, per (pair, task) cell', 'not reported'),
         ('residuals.mean_descriptor_agreement', 'same-task descriptor agreement across models', '0.47'),
     ]),
     ('Audio–text encoders', '08_audio', [
@@ -167,7 +169,7 @@ PAPER_VALUES = {
     'experiments.cross_scale_gain_a05': 14.1, 'experiments.cross_scale_removed_l05': 25.5,
     'experiments.seed_descriptor_agreement': 0.95, 'experiments.seed_weight_agreement': 0.19, 'experiments.seed_sd_pair': 0.18,
     'experiments.seed_sd_negation_l1': 0.08, 'adapter.median_rel_residual': 0.041, 'adapter.median_rel_residual_neg': 0.077, 'adapter.mean_gap_to_closed_form': 2.7,
-    'residuals.corr_operator_forfeit': -0.83, 'residuals.mean_descriptor_agreement': 0.47,
+    'residuals.corr_operator_forfeit': -0.83, 'residuals.corr_descriptor_forfeit': -0.48, 'residuals.mean_descriptor_agreement': 0.47,
     'audio.mean_gain_composed': 2.0, 'audio.gain_first': 1.66, 'audio.gain_second': 2.33, 'audio.cells_first_rises_share': 1.0,
     'audio.cells_second_rises_share': 0.83, 'audio.control_move': 0.8, 'audio.negation_removed_l1': 14.4,
     'audio.negation_control_cost_l1': 2.0, 'audio.adapter_gain': 11.1, 'audio.adapter_control_cost': 1.0, 'audio.certified_changed': 0,

@@ -51,6 +51,11 @@ def write_report(report_dir: str | Path) -> Path:
     for title, fig, rows in sections:
         lines += ['', f'### {title}', ''] + paper_table(metrics, rows)
         if (report_dir / f'{fig}.png').exists(): lines += ['', f'![{fig}]({fig}.png)']; placed.add(f'{fig}.png')
+    if (report_dir / 'builds.md').exists():      # written by `platonic-ta compare-builds` (platonic_ta.builds)
+        lines += ['', '## Across builds', '', 'Each headline on independent builds of the zoos (other pretraining seeds, the same '
+                  'world and recipe), the worst build and the spread:', '', (report_dir / 'builds.md').read_text()]
+        if (report_dir / 'robustness_builds.png').exists():
+            lines += ['', '![robustness_builds](robustness_builds.png)']; placed.add('robustness_builds.png')
     lines += ['', '## Every metric', '', '| metric | value |', '| --- | --- |']
     lines += [f'| `{k}` | {v:.6g} |' for k, v in sorted(metrics.items())]
     lines += ['']

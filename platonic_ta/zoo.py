@@ -13,7 +13,7 @@ import open_clip
 import platonic_ta
 from . import world
 from ._io import atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root, file_lock
-from .guards import json_digest
+from .guards import json_digest, check_seed
 from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, family_spec,
                                   finetune_recipe, create_family_model, check_task_prompts)
 from .encoders import DualEncoder, family_encoder
@@ -21,9 +21,9 @@ from .training import pretrain, finetune
 from .lora import load_adapter_tensors
 
 # %% auto #0
-__all__ = ['MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError', 'load_artifact',
-           'base_path', 'ft_path', 'load_base', 'load_finetune', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo',
-           'ship_zoo']
+__all__ = ['BUILD_SEED_STRIDE', 'MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError',
+           'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'pretraining_seed', 'machine_record',
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
 
 # %% ../nbs/01_zoo.ipynb #ee1e7d63
 def default_zoo_dir() -> Path:
@@ -126,8 +126,21 @@ def _task_data_id(task: str) -> str:
     body = json.dumps([world.images_hash(d.images), d.labels.tolist(), d.classnames, d.templates])
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
-def _build_base(f, zoo: Path, steps: int, progress: bool) -> list:
-    "Pretrain family `f` into `zoo` unless a valid base of today's pretraining world and `steps` is there; what it built."
+BUILD_SEED_STRIDE = 1000   # build seed b pretrains family f from seed f.seed + 1000·b (b = 0: the shipped zoo's seeds)
+
+def pretraining_seed(seed: int, build_seed: int = 0) -> int:
+    "The seed a family of seed `seed` pretrains from in build `build_seed`: its initial weights and its caption sample."
+    return check_seed(seed) + BUILD_SEED_STRIDE * check_seed(build_seed, 'build_seed')
+
+def machine_record() -> dict:
+    "What a build ran on: the platform, the processor, the CPU count and torch's version."
+    import platform
+    return dict(platform=platform.platform(), processor=platform.processor() or platform.machine(), cpus=os.cpu_count(),
+                torch=torch.__version__)
+
+def _build_base(f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -> list:
+    """Pretrain family `f` into `zoo` unless a valid base of today's pretraining world, `steps` and `build_seed` is
+    there; what it built."""
     bp = base_path(zoo, f.name)
     with file_lock(bp):                   # another process building the same artefact waits, then finds it
         _clear_leftovers(bp)
@@ -138,12 +151,17 @@ def _build_base(f, zoo: Path, steps: int, progress: bool) -> list:
         if got and got[1].get('steps') != steps:
             raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
                              'folder (zoo=...) rather than overwrite it')
+        if got and got[1].get('build_seed', 0) != build_seed:
+            raise ValueError(f'{bp} belongs to build seed {got[1].get("build_seed", 0)}, not {build_seed}: each build goes '
+                             'to its own zoo folder (zoo=...)')
         if got: return []
         t0 = time.time()
-        enc, losses = pretrain(f, steps, progress=progress)
+        enc, losses = pretrain(f, steps, seed=pretraining_seed(f.seed, build_seed), progress=progress)
         save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
+                      build_seed=build_seed, pretraining_seed=pretraining_seed(f.seed, build_seed),
                       seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
-                      world=world.pretraining_fingerprint(), command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps})'))
+                      world=world.pretraining_fingerprint(),
+                      command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps}, build_seed={build_seed})'))
         return [str(bp.relative_to(zoo))]
 
 def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool) -> list:
@@ -182,16 +200,22 @@ def _build_worker(args):
     return _build([fam], **kw)
 
 def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
-              finetune_steps: int | None = None, progress: bool = True, workers: int = 1) -> Path:
-    "Build (or resume) pretrained families and their source fine-tunes; valid artefacts are kept, bad ones rebuilt."
-    t0 = time.time()
+              finetune_steps: int | None = None, progress: bool = True, workers: int = 1, build_seed: int = 0) -> Path:
+    """Build (or resume) pretrained families and their source fine-tunes; valid artefacts are kept, bad ones rebuilt.
+    `build_seed` pretrains every family from another seed (same world, same recipe): an independent build, for its own
+    folder."""
+    t0, started = time.time(), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    build_seed = check_seed(build_seed, 'build_seed')
     zoo = Path(zoo or default_zoo_dir())
-    built = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers)
+    built = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers, build_seed)
     log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, built, and its wall time
     with file_lock(log):
         runs = json.loads(log.read_text()) if log.exists() else []
+        command = (f'build_zoo(families={families!r}, tasks={tasks!r}, seeds={tuple(seeds)!r}, zoo={str(zoo)!r}, '
+                   f'pretrain_steps={pretrain_steps!r}, finetune_steps={finetune_steps!r}, workers={workers}, build_seed={build_seed})')
         runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                         finetune_steps=finetune_steps, workers=workers, wall_seconds=time.time() - t0,
+                         finetune_steps=finetune_steps, workers=workers, build_seed=build_seed, command=command,
+                         machine=machine_record(), started=started, wall_seconds=time.time() - t0,
                          finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), built=built))
         atomic_write_text(log, json.dumps(runs, indent=1))
     return zoo
@@ -216,7 +240,7 @@ def _build_pool(families, tasks, kw: dict, workers: int) -> list:
     return built
 
 def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune_steps=None, progress=True,
-           workers=1) -> list:
+           workers=1, build_seed=0) -> list:
     "Build what is missing; returns the artefacts this call built (paths relative to the zoo folder)."
     zoo = Path(zoo or default_zoo_dir())
     families = list(FAMILIES) if families is None else list(families)
@@ -230,12 +254,13 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
     tok = WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
     for t in mine: check_task_prompts(tok, t)               # before any pretraining: the families cannot read other words
     if workers > 1 and len(families) * max(1, len(tasks)) > 1:
-        kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress)
+        kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress,
+                  build_seed=build_seed)
         return _build_pool(families, tasks, kw, workers)
     built = []
     for fam in families:
         f = family_spec(fam)
-        built += _build_base(f, zoo, f.steps if pretrain_steps is None else pretrain_steps, progress)
+        built += _build_base(f, zoo, f.steps if pretrain_steps is None else pretrain_steps, progress, build_seed)
         if tasks: built += _build_finetunes(f, tasks, seeds, zoo, finetune_steps, progress)
     return built
 

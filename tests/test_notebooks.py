@@ -79,6 +79,7 @@ NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_
             '00c_io.ipynb': 'no slow cell: nbdev_test runs every cell', '00e_metrics.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01d_qkv.ipynb': 'no slow cell: nbdev_test runs every cell',
             '94_paper.ipynb': 'no slow cell: nbdev_test runs every cell (its check runs two tiny notebooks)',
+            '95_builds.ipynb': 'no slow cell: nbdev_test runs every cell (its check runs a tiny stand-in stage)',
             '89_paper_figures.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01e_families.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01f_encoders.ipynb': 'no slow cell: nbdev_test runs every cell',
