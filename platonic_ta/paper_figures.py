@@ -69,7 +69,7 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.ablation_Procrustes_probes_retention', 'Procrustes transport of the operator: retention', 'task accuracy 65.46 against 76.01'),
         ('experiments.ablation_text_alignment_least_squares_retention', 'text-space alignment: retention', 'task accuracy 68.17 against 76.01'),
         ('experiments.ablation_subspace_retention', "operator kept to the target's leading feature directions: retention", 'task accuracy 72.87 against 76.01 (q = 512)'),
-        ('experiments.subspace_energy_share', "share of the target's feature energy those directions carry", '0.59 to 0.68'),
+        ('experiments.subspace_dims_share', "share of the target's feature dimensions that carry 63% of its feature energy", '512 of 768 (59-68% of the energy)'),
         ('experiments.ablation_whitened_retention', 'prompt-Gram whitening: retention', 'fit within 0.02 points'),
         ('experiments.descriptor_agreement_raw', 'same-task descriptor agreement across models, raw', '0.47'),
         ('experiments.descriptor_agreement_whitened', 'that agreement, prompt-Gram whitened', '0.10'),
