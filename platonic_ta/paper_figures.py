@@ -75,6 +75,8 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.descriptor_agreement_whitened', 'that agreement, prompt-Gram whitened', '0.10'),
         ('experiments.prompt_gram_offdiag_cos', "cosine between two class prompts of one task (the prompts' shared frame)", 'not reported'),
         ('experiments.descriptor_frame_share', "share of a descriptor along its prompt Gram's top direction", 'not reported'),
+        ('experiments.descriptor_agreement_frame', "same-task agreement across models along the prompts' shared frame", 'not reported'),
+        ('experiments.descriptor_agreement_rest', 'the same in the rest of the descriptor', 'not reported'),
         ('experiments.ablation_exact_first_order_retention', 'exact first-order objective: retention', 'task 80.05, control 67.08 at α = 1'),
         ('experiments.ablation_exact_first_order_control_change', 'exact first-order objective: control change (points)',
          'more control cost than the closed form'),
