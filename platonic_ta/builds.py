@@ -16,8 +16,8 @@ from .report import repo_root, write_report
 from .sweep import SweepError
 
 # %% auto #0
-__all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'build_name', 'robustness', 'run_builds', 'builds_markdown', 'plot_builds',
-           'compare_builds', 'build_main', 'compare_main']
+__all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'BUILD_SETTINGS', 'build_name', 'robustness', 'run_builds', 'builds_markdown',
+           'plot_builds', 'compare_builds', 'build_main', 'compare_main']
 
 # %% ../nbs/95_builds.ipynb #5917009b
 HEADLINE_STAGES = {'image': '04_composition.ipynb', 'audio': '08_audio.ipynb'}   # the stage each kind of build runs
@@ -33,6 +33,11 @@ ROBUSTNESS = {  # robustness key: (kind of build, headline figure, the worst bui
     'robustness.audio_max_negation_control_cost_l05': ('audio', 'audio.negation_control_cost_l05', 'max'),
     'robustness.audio_min_negation_removed_l1': ('audio', 'audio.negation_removed_l1', 'min'),
     'robustness.audio_max_negation_control_cost_l1': ('audio', 'audio.negation_control_cost_l1', 'max'),
+}
+
+BUILD_SETTINGS = {  # what each build's own rules chose, and its zoo's fine-tunes: shown beside the headlines, not compared
+    'image': ['composition.solve_max_move', 'composition.solve_center'],
+    'audio': ['audio.solve_max_move', 'audio.solve_center', 'audio.zoo_mean_zero_shot', 'audio.zoo_mean_finetuned'],
 }
 
 def build_name(kind: str, zoo) -> str:
@@ -85,6 +90,10 @@ def builds_markdown(runs: dict) -> str:
         cells = [f"{r['metrics'][src]:.3g}" if r['kind'] == kind and src in r['metrics'] else '' for r in runs.values()]
         spread = f"{rob[f'{key}_spread']:.3g}" if f'{key}_spread' in rob else ''
         lines.append(f'| `{src}` ({end} over builds) | ' + ' | '.join(cells) + f' | {rob[key]:.3g} | {spread} | `{key}` |')
+    for kind, keys in BUILD_SETTINGS.items():
+        for src in keys:
+            cells = [f"{r['metrics'][src]:.3g}" if r['kind'] == kind and src in r['metrics'] else '' for r in runs.values()]
+            if any(cells): lines.append(f'| `{src}` (chosen or built on each) | ' + ' | '.join(cells) + ' |  |  |  |')
     return '\n'.join(lines)
 
 def plot_builds(runs: dict):
@@ -113,7 +122,7 @@ def compare_builds(image_zoos=(), audio_zoos=(), out=None, report_dir=None, repl
     runs = run_builds(image_zoos, audio_zoos, out, replace, stages)
     rob = robustness(runs)
     report_dir.mkdir(parents=True, exist_ok=True)
-    keep = {src for _, src, _ in ROBUSTNESS.values()}
+    keep = {src for _, src, _ in ROBUSTNESS.values()} | {k for ks in BUILD_SETTINGS.values() for k in ks}
     atomic_write_text(report_dir / 'builds.json', json.dumps(
         {n: dict(kind=r['kind'], zoo=r['zoo'], **{k: v for k, v in r['metrics'].items() if k in keep}) for n, r in runs.items()}, indent=1))
     atomic_write_text(report_dir / 'builds.md', builds_markdown(runs))
