@@ -98,6 +98,7 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.no_fit_related_first_term_gain', 'the same from the first related task alone (points)', 'not reported'),
         ('experiments.no_fit_related_beats_first_share', 'share of cells where the composition beats its first term', 'not reported'),
         ('experiments.no_fit_related_control_change', 'control change of that composition (points)', 'not reported'),
+        ('experiments.no_fit_related_own_gain', "the same terms from the target's own descriptors (points)", 'not reported'),
         ('experiments.no_fit_related_image_specificity', "how specific a partner its classes have among the terms' classes, in the images", 'not reported'),
         ('experiments.no_fit_related_word_specificity', 'the same in the class prompts', 'not reported'),
         ('experiments.no_fit_unrelated_image_specificity', 'the same against the unrelated digits, in the images', 'not reported'),
