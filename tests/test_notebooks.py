@@ -51,6 +51,7 @@ SMOKE = {
                                   lambdas_zoo=[1.0], analogy_lams=[1.0], orderings=2),
                              ['experiments.best_baseline_cross_gain_a05', 'experiments.closed_form_cross_gain_a05',
                               'experiments.no_fit_unrelated_gain', 'experiments.no_fit_related_gain', 'experiments.cross_scale_gain_a05',
+                              'experiments.baseline_gradient_matching_n_cells', 'experiments.baseline_distillation_n_cells',
                               'experiments.seed_descriptor_agreement', 'experiments.seed_weight_agreement',
                               'experiments.closed_form_cross_gain_a05_n_cells', 'experiments.closed_form_cross_gain_a05_ci_low',
                               'experiments.closed_form_cross_gain_a05_ci_high', 'experiments.seed_descriptor_agreement_n_cells']),
