@@ -41,9 +41,10 @@ BUILD_SETTINGS = {  # what each build's own rules chose, and its zoo's fine-tune
 }
 
 def build_name(kind: str, zoo) -> str:
-    "The folder name of a build's run: its kind and its zoo folder's name (`image-shipped` for the shipped zoo)."
+    "The folder name of a build's run: its kind and its zoo folder's name (`image-shipped` for the shipped zoo; a folder named for its kind already, as is)."
     if kind not in HEADLINE_STAGES: raise ValueError(f"kind must be one of {list(HEADLINE_STAGES)}, got {kind!r}")
-    return f"{kind}-{'shipped' if str(zoo) == 'shipped' else Path(zoo).name}"
+    name = 'shipped' if str(zoo) == 'shipped' else Path(zoo).name
+    return name if name.startswith(f'{kind}-') else f'{kind}-{name}'
 
 def robustness(runs: dict) -> dict:
     """`robustness.*` of `{build: {'kind', 'metrics'}}`: the worst build's figure of each headline (`ROBUSTNESS`), the
