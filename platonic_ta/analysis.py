@@ -27,9 +27,9 @@ from .metrics import read_metrics
 __all__ = ['SOLVE_KEYS', 'mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep',
            'retention_rows', 'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present',
            'heldout_split', 'pair_gain', 'own_edit_gain', 'solve_metrics', 'resolve_solve', 'heldout_solve',
-           'cross_edit_figures', 'zoo_bank', 'zoo_banks', 'weight_space_sum', 'cell_rows', 'median_retention',
-           'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary',
-           'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
+           'cross_edit_figures', 'zoo_bank', 'zoo_banks', 'heldout_rule', 'weight_space_sum', 'cell_rows',
+           'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary',
+           'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04d_analysis.ipynb #86ac400f
 def mean_or_nan(xs) -> float:
@@ -280,6 +280,18 @@ def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[st
     "One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve`."
     return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, solve=solve, cache=cache)
             for f in families}
+
+def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], vals: Mapping, pairs: Sequence,
+                 candidates: Sequence, alpha: float = 0.5, strength: float = 1.0, max_cost: float = 2.0, controls=None,
+                 cache: EmbeddingCache | None = None) -> tuple:
+    """`(chosen SolveConfig, rows)`: every candidate's banks (`zoo_banks`) scored across models on the held-out sets
+    `vals` (`cross_edit_figures`, one row per candidate), and the one `heldout_solve` chooses within `max_cost`."""
+    rows = []
+    for cfg in candidates:
+        bk = zoo_banks(bases, grids, descriptors, families, cfg, nulls=False, cache=cache)
+        figs = cross_edit_figures({f: bk[f].scorer(vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
+        rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, **figs))
+    return heldout_solve(rows, max_cost), rows
 
 # %% ../nbs/04d_analysis.ipynb #7178faf4
 @torch.no_grad()

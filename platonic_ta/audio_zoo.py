@@ -16,7 +16,7 @@ from .audio_frontend import FrontEnd, LogMel
 from .encoders import DualEncoder
 from .families import WordTokenizer, FinetuneConfig, FINETUNE
 from .training import contrastive_train, finetune
-from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path, pretraining_seed, machine_record
+from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path, pretraining_seed, build_run
 from .lora import load_adapter_tensors
 from ._io import atomic_write_text, cache_root
 from .guards import check_seed
@@ -308,13 +308,9 @@ def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = No
         for j in jobs: _build_family(*j)
     log = zoo / 'BUILDS.json'
     runs = json.loads(log.read_text()) if log.exists() else []
-    names = [_family(f).name for f in families]
-    command = (f'build_audio_zoo(families={names!r}, tasks={tasks!r}, seeds={tuple(seeds)!r}, zoo={str(zoo)!r}, '
-               f'pretrain_steps={pretrain_steps!r}, finetune={finetune!r}, workers={workers}, build_seed={build_seed})')
-    runs.append(dict(families=names, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                     finetune=finetune, workers=workers, build_seed=build_seed, command=command, machine=machine_record(),
-                     started=started, finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-                     wall_seconds=time.time() - t_start, cpu_seconds=_cpu_seconds() - cpu_start))
+    runs.append(dict(build_run('build_audio_zoo', started, t_start, families=[_family(f).name for f in families], tasks=tasks,
+                               seeds=list(seeds), zoo=str(zoo), pretrain_steps=pretrain_steps, finetune=finetune,
+                               workers=workers, build_seed=build_seed), cpu_seconds=_cpu_seconds() - cpu_start))
     text = json.dumps(runs, indent=1)
     atomic_write_text(log, text)
     return zoo

@@ -169,13 +169,17 @@ def gradient_matching(target, terms, labelled, cache: EmbeddingCache | None = No
         if data.name != g.task: raise ValueError(f"labelled set {data.name!r} given for the term of {g.task!r}: pass that task's images")
         T = F.normalize((cache.text_embeddings(target, g) if cache is not None else prompt_embeddings(target, g.prompts)).float(), dim=-1)
         X = target.preprocess(g.images)
-        with torch.no_grad(): A0 = _grid_affinity(visual, X, T)
+        if cache is not None: A0 = F.normalize(cache.image_embeddings(target, g).float(), dim=-1) @ T.T   # the unedited target's
+        else:
+            with torch.no_grad(): A0 = _grid_affinity(visual, X, T)
         Tc = F.normalize(class_embeddings(target, data.classnames, data.templates).float(), dim=-1)
         prep.append(dict(X=X, T=T, goal=A0 + c * U, size=(c * U).pow(2).sum(), Xl=target.preprocess(data.images),
                          y=data.labels, Tc=Tc, sign=math.copysign(1.0, c)))
     def desc_loss():   # relative misfit of the asked change, summed over the terms (1 per term before the step)
         return sum((_grid_affinity(visual, q['X'], q['T']) - q['goal']).pow(2).sum() / q['size'] for q in prep)
-    g_d = torch.autograd.grad(desc_loss(), params, allow_unused=True)
+    loss0 = desc_loss()
+    desc_loss_at0 = loss0.item()
+    g_d = torch.autograd.grad(loss0, params, allow_unused=True)
     g_l = torch.autograd.grad(sum(q['sign'] * F.cross_entropy(s * _grid_affinity(visual, q['Xl'], q['Tc']), q['y']) for q in prep),
                               params, allow_unused=True)
     zero = lambda p, x: torch.zeros_like(p) if x is None else x
@@ -188,7 +192,7 @@ def gradient_matching(target, terms, labelled, cache: EmbeddingCache | None = No
         with torch.no_grad():
             for p, p0, x in zip(params, theta0, d): p.copy_(p0 + eta * x)
             return float(desc_loss())
-    L0 = float(len(prep))
+    L0 = float(desc_loss_at0)
     tried = {0.0: L0}
     if slope < 0:
         eta1 = 0.1 * L0 / -slope                          # a tenth of the first-order drop

@@ -58,10 +58,13 @@ def robustness(runs: dict) -> dict:
     return out
 
 # %% ../nbs/95_builds.ipynb #a85e59a7
-def run_builds(image_zoos=(), audio_zoos=(), out=None, replace: bool = False, stages: dict | None = None) -> dict:
-    """Run the headline stage (`HEADLINE_STAGES`, at the paper's size: `stages`, default `PAPER_STAGES`) of every build
-    into `out/<build>/` (default `<repo>/_runs/builds`); `{build: {kind, zoo, metrics}}`. A zoo is a folder or 'shipped'."""
+def run_builds(image_zoos=(), audio_zoos=(), out=None, replace: bool = False, stages: dict | None = None,
+               headline: dict | None = None) -> dict:
+    """Run the headline stage of every build (`headline`, default `HEADLINE_STAGES`: kind -> notebook; at the paper's
+    size: `stages`, default `PAPER_STAGES`) into `out/<build>/` (default `<repo>/_runs/builds`); `{build: {kind, zoo,
+    metrics}}`. A zoo is a folder or 'shipped'."""
     stages = PAPER_STAGES if stages is None else stages
+    headline = HEADLINE_STAGES if headline is None else headline
     out = Path(out) if out is not None else repo_root() / '_runs' / 'builds'
     todo = [('image', z) for z in image_zoos] + [('audio', z) for z in audio_zoos]
     if not todo: raise ValueError("no build to compare: pass image zoos, audio zoos or both (a folder, or 'shipped')")
@@ -73,7 +76,7 @@ def run_builds(image_zoos=(), audio_zoos=(), out=None, replace: bool = False, st
         if str(zoo) != 'shipped' and not Path(zoo).is_dir():
             raise FileNotFoundError(f"{kind} zoo {zoo}: no such folder; build one with platonic-ta build-zoo "
                                     f"{'--audio ' if kind == 'audio' else ''}--build-seed N --out {zoo}")
-        nb = HEADLINE_STAGES[kind]
+        nb = headline[kind]
         stage = {nb: dict(stages[nb], zoo='shipped' if str(zoo) == 'shipped' else str(Path(zoo).resolve()))}
         state = run_paper(out / name, stage, {}, workers=1, replace=replace, report=False)
         if state[nb] != 'done':
@@ -115,12 +118,12 @@ def plot_builds(runs: dict):
     return fig
 
 def compare_builds(image_zoos=(), audio_zoos=(), out=None, report_dir=None, replace: bool = False,
-                   stages: dict | None = None) -> dict:
+                   stages: dict | None = None, headline: dict | None = None) -> dict:
     """Run every build (`run_builds`), then record `robustness.*` in `report_dir` (default the paper's report), write
     `builds.json` and `builds.md` there with the figure `robustness_builds`, and rewrite its report; returns the keys."""
     out = Path(out) if out is not None else repo_root() / '_runs' / 'builds'
     report_dir = Path(report_dir) if report_dir is not None else repo_root() / '_runs' / 'paper' / 'report'
-    runs = run_builds(image_zoos, audio_zoos, out, replace, stages)
+    runs = run_builds(image_zoos, audio_zoos, out, replace, stages, headline)
     rob = robustness(runs)
     report_dir.mkdir(parents=True, exist_ok=True)
     keep = {src for _, src, _ in ROBUSTNESS.values()} | {k for ks in BUILD_SETTINGS.values() for k in ks}

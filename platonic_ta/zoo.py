@@ -23,7 +23,7 @@ from .lora import load_adapter_tensors
 # %% auto #0
 __all__ = ['BUILD_SEED_STRIDE', 'MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError',
            'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'pretraining_seed', 'machine_record',
-           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
+           'build_run', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
 
 # %% ../nbs/01_zoo.ipynb #ee1e7d63
 def default_zoo_dir() -> Path:
@@ -138,6 +138,12 @@ def machine_record() -> dict:
     return dict(platform=platform.platform(), processor=platform.processor() or platform.machine(), cpus=os.cpu_count(),
                 torch=torch.__version__)
 
+def build_run(builder: str, started: str, t0: float, **args) -> dict:
+    "One entry of a zoo folder's `BUILDS.json`: what was asked (`args`), the command that asks it again, the machine, the times."
+    command = f"{builder}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+    return dict(args, command=command, machine=machine_record(), started=started, wall_seconds=time.time() - t0,
+                finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
+
 def _build_base(f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -> list:
     """Pretrain family `f` into `zoo` unless a valid base of today's pretraining world, `steps` and `build_seed` is
     there; what it built."""
@@ -156,9 +162,10 @@ def _build_base(f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -
                              'to its own zoo folder (zoo=...)')
         if got: return []
         t0 = time.time()
-        enc, losses = pretrain(f, steps, seed=pretraining_seed(f.seed, build_seed), progress=progress)
+        seed = pretraining_seed(f.seed, build_seed)
+        enc, losses = pretrain(f, steps, seed=seed, progress=progress)
         save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
-                      build_seed=build_seed, pretraining_seed=pretraining_seed(f.seed, build_seed),
+                      build_seed=build_seed, pretraining_seed=seed,
                       seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
                       world=world.pretraining_fingerprint(),
                       command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps}, build_seed={build_seed})'))
@@ -211,12 +218,9 @@ def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pr
     log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, built, and its wall time
     with file_lock(log):
         runs = json.loads(log.read_text()) if log.exists() else []
-        command = (f'build_zoo(families={families!r}, tasks={tasks!r}, seeds={tuple(seeds)!r}, zoo={str(zoo)!r}, '
-                   f'pretrain_steps={pretrain_steps!r}, finetune_steps={finetune_steps!r}, workers={workers}, build_seed={build_seed})')
-        runs.append(dict(families=families, tasks=tasks, seeds=list(seeds), pretrain_steps=pretrain_steps,
-                         finetune_steps=finetune_steps, workers=workers, build_seed=build_seed, command=command,
-                         machine=machine_record(), started=started, wall_seconds=time.time() - t0,
-                         finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), built=built))
+        runs.append(dict(build_run('build_zoo', started, t0, families=families, tasks=tasks, seeds=list(seeds), zoo=str(zoo),
+                                   pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, workers=workers,
+                                   build_seed=build_seed), built=built))
         atomic_write_text(log, json.dumps(runs, indent=1))
     return zoo
 
