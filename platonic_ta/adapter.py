@@ -26,7 +26,7 @@ from ._io import pair_paths
 
 # %% auto #0
 __all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals']
+           'adapter_gaps', 'edit_residuals', 'choose_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -45,6 +45,8 @@ class AdapterConfig:
     schedule: str = 'constant'  # learning rate over the steps: 'constant', or 'cosine' (from lr down to 0)
     fit: str = 'full'        # what the objective compares: 'full' (the whole change of the affinities) or
                              # 'class_relative' (each probe's change less its mean over the classes)
+    anchor: float = 0.0      # weight of the probes' movement that no term asks about (outside the span of the edit's
+                             # class prompts); 0: the affinities alone, as in the paper
 
     def __post_init__(self):
         if not _is_int(self.rank) or self.rank < 1:
@@ -68,7 +70,10 @@ class AdapterConfig:
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}; e.g. AdapterConfig(fit='class_relative') to fit "
                              "only the differences between classes")
-        self.alpha, self.lr = float(self.alpha), float(self.lr)
+        if isinstance(self.anchor, bool) or not isinstance(self.anchor, (int, float)) or not math.isfinite(self.anchor) \
+                or self.anchor < 0:
+            raise ValueError(f"anchor must be a finite number >= 0 (0: no anchor), got {self.anchor!r}; e.g. AdapterConfig(anchor=0.1)")
+        self.alpha, self.lr, self.anchor = float(self.alpha), float(self.lr), float(self.anchor)
 
 # %% ../nbs/05_adapter.ipynb #13ed4ae3
 def _first(x): return x[0] if isinstance(x, (tuple, list)) else x
@@ -149,8 +154,11 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
             X = target.preprocess(g.images).to(device, dtype)          # pixels in the model's dtype
             fdt = torch.promote_types(dtype, torch.float32)             # affinities: float32 at least (half models too)
             Z0, T = (t.to(device, fdt) for t in _grid_embed(target, g, cache, X))
-            G = grids[g.grid_hash] = dict(grid=g, X=X, T=T, A0=affinity(Z0, T), terms=[])
+            G = grids[g.grid_hash] = dict(grid=g, X=X, T=T, A0=affinity(Z0, T), Z0=F.normalize(Z0, dim=-1), terms=[])
         G['terms'].append((U.to(device, G['T'].dtype), c))
+    _, S, Vh = torch.linalg.svd(torch.cat([G['T'] for G in grids.values()]), full_matrices=False)
+    Q = Vh[S > 1e-6 * S[0]].T                                   # orthonormal basis of the span of every class prompt
+    for G in grids.values(): G['Q'] = Q
     return grids
 
 def _gap(D, W, fit: str) -> torch.Tensor:
@@ -158,24 +166,28 @@ def _gap(D, W, fit: str) -> torch.Tensor:
     E = D - W
     return E - E.mean(1, keepdim=True) if fit == 'class_relative' else E
 
-def _objective(visual, grids: dict, gen=None, batch=None, fit: str = 'full') -> torch.Tensor:
+def _grid_loss(G, z, pick, fit: str, anchor: float):
+    "One grid's part of the objective from its probes' embeddings `z` (the rows `pick` selects)."
+    z = F.normalize(z.to(G['T'].dtype), dim=-1)
+    D = z @ G['T'].T - pick(G['A0'])
+    loss = sum(_gap(D, c * pick(U), fit).pow(2).mean() for U, c in G['terms'])
+    if anchor:
+        dz = z - pick(G['Z0'])
+        loss = loss + anchor * (dz - (dz @ G['Q']) @ G['Q'].T).pow(2).sum(1).mean()
+    return loss
+
+def _objective(visual, grids: dict, gen=None, batch=None, fit: str = 'full', anchor: float = 0.0) -> torch.Tensor:
     loss = 0.0
     for G in grids.values():
         N = len(G['X'])
         idx = None if batch is None or batch >= N else torch.randperm(N, generator=gen)[:batch].to(G['X'].device)
         pick = (lambda t: t) if idx is None else (lambda t: t[idx])
-        z = _first(visual(pick(G['X']))).to(G['T'].dtype)
-        D = F.normalize(z, dim=-1) @ G['T'].T - pick(G['A0'])
-        for U, c in G['terms']: loss = loss + _gap(D, c * pick(U), fit).pow(2).mean()
+        loss = loss + _grid_loss(G, _first(visual(pick(G['X']))), pick, fit, anchor)
     return loss
 
 @torch.no_grad()
-def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full') -> float:
-    loss = 0.0
-    for G in grids.values():
-        D = F.normalize(_tower_embed(visual, G['X'], bs).to(G['T'].dtype), dim=-1) @ G['T'].T - G['A0']
-        for U, c in G['terms']: loss += _gap(D, c * U, fit).pow(2).mean().item()
-    return loss
+def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full', anchor: float = 0.0) -> float:
+    return sum(_grid_loss(G, _tower_embed(visual, G['X'], bs), lambda t: t, fit, anchor).item() for G in grids.values())
 
 # %% ../nbs/05_adapter.ipynb #748c8518
 def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None, seed: int | None = None,
@@ -203,12 +215,12 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
-    loss_start = _full_objective(visual, grids, fit=cfg.fit)
+    loss_start = _full_objective(visual, grids, fit=cfg.fit, anchor=cfg.anchor)
     losses, t_fit = [], time.time()
     bar = tqdm(range(cfg.steps), desc=f'adapter {target.name}', disable=not progress, mininterval=1)
     for step in bar:
         for grp in opt.param_groups: grp['lr'] = cfg.lr * lr_factor(cfg.schedule, step, cfg.steps)
-        loss = _objective(visual, grids, gen, cfg.batch, cfg.fit)
+        loss = _objective(visual, grids, gen, cfg.batch, cfg.fit, cfg.anchor)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if step == 0:
@@ -222,7 +234,7 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     t_fit = time.time() - t_fit
     tensors = adapter_tensors(pm)
     enc.model = merge_adapter(pm).eval()
-    loss_final = _full_objective(image_tower(enc.model), grids, fit=cfg.fit)
+    loss_final = _full_objective(image_tower(enc.model), grids, fit=cfg.fit, anchor=cfg.anchor)
     enc.name = name or f'{target.name}+adapter'
     seconds = time.time() - t0
     meta = dict(kind='adapter', config=asdict(cfg), target=str(target.name), target_weights_hash=target.weights_hash(),
@@ -352,3 +364,12 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None) -
     for k, (num, den) in sums.items():
         if den == 0: raise ValueError(f"the terms ask for no {k.replace('_', '-')} change (all zero): there is nothing to compare the edit with")
     return {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
+
+# %% ../nbs/05_adapter.ipynb #103df344
+def choose_fit(rows, max_cost: float = 2.0):
+    """The `config` of the row (one per candidate `AdapterConfig`, scored on held-out images: `add_gain` and `add_cost`
+    of its addition cells, `neg_cost` of its negation cells, in points) with the largest `add_gain` among those costing
+    at most `max_cost` on both; none such, the one that overshoots least (04_composition's rule, `heldout_solve`)."""
+    from platonic_ta.analysis import heldout_solve
+    return heldout_solve([dict(solve=r['config'], single_cost=r['add_cost'], pair_cost=r['add_cost'],
+                               negation_cost=r['neg_cost'], pair_gain=r['add_gain']) for r in rows], max_cost)
