@@ -223,6 +223,11 @@ PROTOCOL = [  # (metric, the setting, the rule that chose it)
     ('composition.solve_floor_f', 'image-side ridge floor', 'none (0): the per-grid rule chooses the ridge'),
     ('audio.solve_max_move', 'audio: context movement budget', "08, 04's rule on held-out training clips"),
     ('audio.solve_center', 'audio: class-centred solve (1) or plain (0)', "08, 04's rule on held-out training clips"),
+    ('adapter.rule_class_relative', 'adapter: the objective compares the differences between classes (1) or the whole change (0)',
+     "05, 04's rule on held-out training images (uses their labels): every (fit, anchor) candidate edits an addition and a "
+     "negation cell per rule target; the most gain among those costing the other tasks ≤ 2 points wins"),
+    ('adapter.rule_anchor', "adapter: weight of the probes' movement outside the span of the edit's class prompts", "05, as above"),
+    ('adapter.steps', 'adapter: optimisation steps per edit', 'fixed before the run: what an edit may cost in time'),
     ('composition.n_seeds', 'source fine-tune seeds per family', 'every seed the zoo holds'),
     ('composition.n_probes', 'own probes per task grid',
      'fixed before any run, not measured: half of each task\'s training split (the images no grid holds are held out for the rules)'),
