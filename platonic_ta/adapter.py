@@ -17,7 +17,7 @@ from .cache import EmbeddingCache
 from .encoders import prompt_embeddings
 from .descriptors import Descriptor, affinity, descriptor
 from .qkv import expose_qkv, fold_qkv, qv_targets
-from .lora import add_adapter, merge_adapter, adapter_tensors
+from .lora import add_adapter, merge_adapter, adapter_tensors, lora_targets, LORA_TARGETS
 from .training import SCHEDULES, lr_factor
 from .factorization import check_stack, record_edit
 from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
@@ -47,6 +47,8 @@ class AdapterConfig:
                              # 'class_relative' (each probe's change less its mean over the classes)
     anchor: float = 0.0      # weight of the probes' movement that no term asks about (outside the span of the edit's
                              # class prompts); 0: the affinities alone, as in the paper
+    targets: str = 'qv'      # what the LoRA wraps: 'qv' (q and v of every attention of the image tower, the paper's)
+                             # or 'every' (every Linear and Conv2d of the image tower)
 
     def __post_init__(self):
         if not _is_int(self.rank) or self.rank < 1:
@@ -73,6 +75,9 @@ class AdapterConfig:
         if isinstance(self.anchor, bool) or not isinstance(self.anchor, (int, float)) or not math.isfinite(self.anchor) \
                 or self.anchor < 0:
             raise ValueError(f"anchor must be a finite number >= 0 (0: no anchor), got {self.anchor!r}; e.g. AdapterConfig(anchor=0.1)")
+        if self.targets not in LORA_TARGETS:
+            raise ValueError(f"targets must be one of {LORA_TARGETS}, got {self.targets!r}; e.g. AdapterConfig(targets='every') "
+                             "to put the LoRA on every projection of the image tower")
         self.alpha, self.lr, self.anchor = float(self.alpha), float(self.lr), float(self.anchor)
 
 # %% ../nbs/05_adapter.ipynb #13ed4ae3
@@ -209,8 +214,8 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     enc = copy.deepcopy(target)
     enc.model.eval()                               # no dropout; the fit is deterministic under the seed
     expose_qkv(image_tower(enc.model))
-    targets = qv_targets(enc.model)
-    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, cfg.seed)
+    targets = lora_targets(enc.model, cfg.targets)
+    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, cfg.seed, cfg.targets)
     visual = image_tower(enc.model)
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr)
@@ -275,7 +280,7 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     enc = copy.deepcopy(target)
     enc.model.eval()
     expose_qkv(image_tower(enc.model))
-    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, cfg.seed)
+    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, cfg.seed, cfg.targets)
     want = set(adapter_tensors(pm))
     if want != set(tensors):
         raise ValueError(f"{path} does not fit this tower: missing {sorted(want - set(tensors))[:3]}, unexpected "

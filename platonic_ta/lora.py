@@ -11,16 +11,28 @@ from .guards import check_number, check_count, check_seed, check_alloc
 from .qkv import expose_qkv, fold_qkv, qv_targets, target_regex
 
 # %% auto #0
-__all__ = ['add_adapter', 'merge_adapter', 'adapter_tensors', 'load_adapter_tensors']
+__all__ = ['LORA_TARGETS', 'lora_targets', 'add_adapter', 'merge_adapter', 'adapter_tensors', 'load_adapter_tensors']
 
 # %% ../nbs/01c_lora.ipynb #d6cdb3bb
 _FLAGS = weakref.WeakKeyDictionary()   # {peft model: the wrapped model's own requires_grad flags}, for merge_adapter
 
-def add_adapter(model: nn.Module, rank: int = 4, alpha: float = 8.0, seed: int = 0):
-    "Wrap `model` (its tower exposed) with peft LoRA on the image tower's q and v; all else frozen. Returns the `PeftModel`."
+LORA_TARGETS = ('qv', 'every')   # what a LoRA wraps: the image tower's q and v (the paper's), or every Linear and Conv2d of it
+
+def lora_targets(model: nn.Module, targets: str = 'qv') -> list:
+    "Module names (relative to `model`, its tower exposed) that a LoRA wraps: `'qv'` or `'every'` (see `LORA_TARGETS`)."
+    if targets == 'qv': return qv_targets(model)
+    if targets != 'every':
+        raise ValueError(f"targets must be one of {LORA_TARGETS}, got {targets!r}; 'qv' is the paper's parametrisation")
+    tower = image_tower(model)
+    prefix = next(n for n, m in model.named_modules() if m is tower)
+    return [n for n, m in model.named_modules()
+            if n.startswith(prefix + '.') and isinstance(m, (nn.Linear, nn.Conv2d))]
+
+def add_adapter(model: nn.Module, rank: int = 4, alpha: float = 8.0, seed: int = 0, targets: str = 'qv'):
+    "Wrap `model` (its tower exposed) with peft LoRA on the image tower's q and v (or `targets`); all else frozen. Returns the `PeftModel`."
     from peft import LoraConfig, get_peft_model
     rank, alpha, seed = check_count(rank, 'rank', 1), check_number(alpha, 'alpha', 0, lo_open=True), check_seed(seed)
-    names = qv_targets(model)
+    names = lora_targets(model, targets)
     mods = dict(model.named_modules())
     width = sum(mods[n].in_features + mods[n].out_features for n in names if hasattr(mods[n], 'in_features'))
     check_alloc(16 * rank * width, f'a rank-{rank} LoRA on {len(names)} projections', 'pass a smaller rank')
@@ -33,7 +45,7 @@ def add_adapter(model: nn.Module, rank: int = 4, alpha: float = 8.0, seed: int =
     _FLAGS[pm] = flags                             # merge_adapter gives the model back its own trainable flags
     got = sorted(pm.base_model.targeted_module_names)
     if got != sorted(names):
-        raise RuntimeError(f"peft wrapped {got[:4]}… instead of the q/v Linears {sorted(names)[:4]}…; "
+        raise RuntimeError(f"peft wrapped {got[:4]}… instead of the {targets} modules {sorted(names)[:4]}…; "
                            "this is a bug in platonic_ta.lora, please report it with the model's class")
     return pm
 

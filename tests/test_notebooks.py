@@ -31,7 +31,7 @@ SMOKE = {
                                   'composition.negation_control_cost_l05', 'composition.consensus_pair_gain_a05',
                                   'composition.consensus_pair_control_cost_a05', 'composition.consensus_negation_removed_l05',
                                   'composition.consensus_negation_control_cost_l05']),
-    '05_adapter.ipynb': (dict(n_eval_zoo=100),
+    '05_adapter.ipynb': (dict(n_eval_zoo=100, capacity_cells=1),
                          ['adapter.mean_gap_to_closed_form', 'adapter.control_gap_to_closed_form', 'adapter.s_per_edit',
                               'adapter.cpu_s_per_edit', 'adapter.n_edits', 'adapter.mean_gap_to_closed_form_n_cells',
                               'adapter.control_gap_to_closed_form_n_cells', 'adapter.median_rel_residual_n_cells', 'adapter.median_rel_residual_closed_form',
@@ -64,7 +64,8 @@ SMOKE = {
 # scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
               'audio.certified_changed', 'audio.solve_max_move', 'audio.mean_gain_composed_n_cells',
-              'audio.mean_gain_composed_ci_low', 'audio.mean_gain_composed_ci_high', 'audio.adapter_gain_n_cells']
+              'audio.mean_gain_composed_ci_low', 'audio.mean_gain_composed_ci_high', 'audio.adapter_gain_n_cells',
+              'audio.adapter_negation_removed_l1', 'audio.adapter_n_cells', 'audio.adapter_rule_anchor']
 SLOW_SMOKE = {
     '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2, n_context=4, n_corpus=16), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
