@@ -26,7 +26,7 @@ from ._io import pair_paths
 
 # %% auto #0
 __all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals', 'choose_fit']
+           'adapter_gaps', 'edit_residuals', 'choose_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -378,3 +378,17 @@ def choose_fit(rows, max_cost: float = 2.0):
     from platonic_ta.analysis import heldout_solve
     return heldout_solve([dict(solve=r['config'], single_cost=r['add_cost'], pair_cost=r['add_cost'],
                                negation_cost=r['neg_cost'], pair_gain=r['add_gain']) for r in rows], max_cost)
+
+# %% ../nbs/05_adapter.ipynb #ae4a2a8f
+def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
+    "`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit` and `anchor` as 05's held-out rule chose them for `'adapter'`."
+    if adapter_fit == 'default': return {}
+    if adapter_fit != 'adapter':
+        raise ValueError(f"adapter_fit must be 'default' or 'adapter' (the fit 05_adapter chose), got {adapter_fit!r}")
+    from platonic_ta.metrics import read_metrics
+    m = read_metrics(report_dir)
+    missing = [k for k in ('adapter.rule_class_relative', 'adapter.rule_anchor') if k not in m]
+    if missing:
+        raise ValueError(f"adapter_fit='adapter' needs {missing[0]} in {report_dir}/metrics.json: run 05_adapter with the "
+                         "same report_dir first, or pass adapter_fit='default'")
+    return dict(fit='class_relative' if m['adapter.rule_class_relative'] else 'full', anchor=m['adapter.rule_anchor'])

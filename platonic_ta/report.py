@@ -101,8 +101,11 @@ BENCHES = ['bench/bank48.py']   # scripts run after the notebooks; each records 
 
 # %% ../nbs/90_report.ipynb #66c80dee
 def needs_of(stages: dict) -> dict:
-    "Stage -> the stages it waits on: those that read the solve configuration 04 records wait on 04."
-    return {nb: ('04_composition.ipynb',) for nb, p in stages.items() if p.get('solve') == 'composition'}
+    """Stage -> the stages it waits on: those that read the solve configuration 04 records wait on 04, those that read
+    the adapter fit 05 records (`adapter_fit='adapter'`) wait on 05 too."""
+    needs = {nb: (('04_composition.ipynb',) if p.get('solve') == 'composition' else ())
+                 + (('05_adapter.ipynb',) if p.get('adapter_fit') == 'adapter' else ()) for nb, p in stages.items()}
+    return {nb: n for nb, n in needs.items() if n}
 
 NEEDS = needs_of(STAGES)
 
