@@ -92,7 +92,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
                                  solve='composition', trained_targets=1, lora_steps=60, lora_batch=64, lora_lr=1e-2, ablation_sources=1, oracle_steps=100,
                                  analogy_tasks=0, analogy_lams=[0.0, 1.0], seed_tasks=None, seed_finetune_steps=400),
-    '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=300,
+    '05_adapter.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, adapter_steps_zoo=150,
                              adapter_batch_zoo=64, adapter_lr_zoo=1e-2, n_heldout_zoo=300, solve='composition'),
     '06_residuals.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000,
                                solve='composition', n_drift_zoo=UNION),
