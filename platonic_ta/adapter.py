@@ -23,10 +23,11 @@ from .factorization import check_stack, record_edit
 from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
                                 json_digest)
 from ._io import pair_paths
+from .analysis import heldout_solve
 
 # %% auto #0
 __all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals', 'choose_fit', 'resolve_fit']
+           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -375,9 +376,34 @@ def choose_fit(rows, max_cost: float = 2.0):
     """The `config` of the row (one per candidate `AdapterConfig`, scored on held-out images: `add_gain` and `add_cost`
     of its addition cells, `neg_cost` of its negation cells, in points) with the largest `add_gain` among those costing
     at most `max_cost` on both; none such, the one that overshoots least (04_composition's rule, `heldout_solve`)."""
-    from platonic_ta.analysis import heldout_solve
-    return heldout_solve([dict(solve=r['config'], single_cost=r['add_cost'], pair_cost=r['add_cost'],
-                               negation_cost=r['neg_cost'], pair_gain=r['add_gain']) for r in rows], max_cost)
+    return heldout_solve(rows, max_cost, costs=('add_cost', 'neg_cost'), gain='add_gain', choice='config')
+
+def edit_move(coeffs, acc: dict, base: dict, others) -> tuple:
+    "(mean change of the tasks in `coeffs`, mean loss of the tasks of `others` it does not edit), in points, from `{task: accuracy}` after and before."
+    mean = lambda xs: 100 * sum(xs) / len(xs)
+    return (mean([acc[t] - base[t] for t in coeffs]), mean([base[t] - acc[t] for t in others if t not in coeffs]))
+
+def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig, vals: dict, others, base_acc: dict,
+                max_cost: float = 2.0, cache: EmbeddingCache | None = None) -> tuple:
+    """`(chosen AdapterConfig, rows)`: every `(fit, anchor)` candidate (on top of `config`) edits every cell
+    (`terms_of(cell)` its terms, `bases[cell['target']]` its target) and is scored on the held-out sets `vals` against
+    `base_acc[target]`, the unedited target's accuracies there; one row per candidate (`add_gain`, `add_cost`,
+    `neg_removed`, `neg_cost`: means over its addition and negation cells), and `choose_fit`'s choice within `max_cost`."""
+    rows = []
+    for fit, anchor in candidates:
+        cfg = dataclasses.replace(config, fit=fit, anchor=anchor)
+        moves = {'addition': [], 'negation': []}
+        for cell in cells:
+            edited = fit_adapter(bases[cell['target']], terms_of(cell), config=cfg, cache=cache, progress=False).encoder
+            acc = accuracies(edited, vals, list(cell['coeffs']) + [t for t in others if t not in cell['coeffs']])
+            moves[cell['kind']].append(edit_move(cell['coeffs'], acc, base_acc[cell['target']], others))
+        if not (moves['addition'] and moves['negation']):
+            raise ValueError("the held-out rule needs at least one addition and one negation cell")
+        mean = lambda xs: sum(xs) / len(xs)
+        rows.append(dict(config=cfg, fit=fit, anchor=anchor, add_gain=mean([m for m, _ in moves['addition']]),
+                         add_cost=mean([c for _, c in moves['addition']]), neg_removed=0.0 - mean([m for m, _ in moves['negation']]),
+                         neg_cost=mean([c for _, c in moves['negation']])))
+    return choose_fit(rows, max_cost), rows
 
 # %% ../nbs/05_adapter.ipynb #ae4a2a8f
 def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:

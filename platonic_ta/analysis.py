@@ -213,20 +213,21 @@ def resolve_solve(solve, report_dir=None) -> SolveConfig:
         return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']))
     raise ValueError(f"solve must be a SolveConfig, 'default' or 'composition', got {solve!r}")
 
-def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0):
+def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0, costs=('single_cost', 'pair_cost', 'negation_cost'),
+                  gain: str = 'pair_gain', choice: str = 'solve'):
     """The `solve` of the row (one per candidate, scored on held-out images: `single_cost` and `pair_cost`, the points
     cross-model single tasks at strength 1 and pairs at α cost the tasks they do not edit, `negation_cost` what a
     negation costs the controls, and `pair_gain`) with the largest `pair_gain` among those costing at most `max_cost` on
-    all three; none such, the one that overshoots least."""
+    all three; none such, the one that overshoots least. `costs`, `gain` and `choice` name other columns for another
+    stage's candidates (the adapter route's fits)."""
     rows = list(rows)
-    if not rows: raise ValueError("no candidate was scored: pass one row per SolveConfig with its held-out figures")
+    if not rows: raise ValueError("no candidate was scored: pass one row per candidate with its held-out figures")
     max_cost = check_number(max_cost, 'max_cost', 0, hint='points the edits may cost the other tasks')
-    costs = ('single_cost', 'pair_cost', 'negation_cost')
-    bad = [(i, k) for i, r in enumerate(rows) for k in (*costs, 'pair_gain') if not math.isfinite(r[k])]
+    bad = [(i, k) for i, r in enumerate(rows) for k in (*costs, gain) if not math.isfinite(r[k])]
     if bad: raise ValueError(f"(row, figure) {few(bad, 6)} is not a finite number: score every candidate on held-out images")
     over = lambda r: sum(max(0.0, r[k] - max_cost) for k in costs)
     ok = [r for r in rows if over(r) == 0]
-    return (max(ok, key=lambda r: r['pair_gain']) if ok else min(rows, key=over))['solve']
+    return (max(ok, key=lambda r: r[gain]) if ok else min(rows, key=over))[choice]
 
 # %% ../nbs/04d_analysis.ipynb #5342055e
 def cross_edit_figures(scorers: Mapping, pairs: Sequence, alpha: float = 0.5, strength: float = 1.0, lam: float = 0.5,
