@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair', 'file_sha256',
-           'cache_root', 'file_lock']
+__all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair', 'read_safetensors',
+           'file_sha256', 'repo_root', 'cache_root', 'file_lock']
 
 # %% ../nbs/00c_io.ipynb #7018dea7
 def publish(tmp, path, overwrite: bool) -> None:
@@ -72,12 +72,28 @@ def check_pair(st: Path, js: Path, what: str, make: str, remedy: str) -> None:
             raise FileNotFoundError(f"{what} at {st.with_suffix('')} is incomplete: {miss.name} is missing (an "
                                     f"interrupted save?); delete {other.name} and {remedy}")
 
+def read_safetensors(path) -> tuple[dict, dict]:
+    "`(tensors, metadata)` of the safetensors file `path` (tensors only: nothing in it is executed)."
+    from safetensors import safe_open
+    with safe_open(str(path), framework='pt') as f:
+        meta = f.metadata() or {}
+        return {k: f.get_tensor(k) for k in f.keys()}, meta
+
 def file_sha256(path) -> str:
     "sha256 of a file's bytes (read in 1 MiB chunks)."
     h = hashlib.sha256()
     with open(path, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
     return h.hexdigest()
+
+# %% ../nbs/00c_io.ipynb #a1242e53
+def repo_root(start: Path | None = None) -> Path:
+    "The folder holding `settings.ini`, searching upwards from `start` (default: this package's folder, then cwd)."
+    import platonic_ta
+    for base in ([Path(start)] if start else [Path(platonic_ta.__file__).resolve().parent, Path.cwd()]):
+        for p in [base, *base.parents]:
+            if (p / 'settings.ini').exists(): return p
+    raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
 
 # %% ../nbs/00c_io.ipynb #5d50a7ce
 def cache_root() -> Path:

@@ -20,14 +20,13 @@ from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors, lora_targets, LORA_TARGETS
 from .training import SCHEDULES, lr_factor
 from .factorization import check_stack, record_edit
-from .guards import (check_number, check_count, check_seed, check_alloc, check_kind, refuse_existing,
-                                json_digest)
+from .guards import check_seed, check_alloc, check_kind, refuse_existing, json_digest
 from ._io import pair_paths
 from .analysis import heldout_solve
 
 # %% auto #0
-__all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'edit_cells', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
+__all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side', 'adapter_gaps',
+           'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -293,31 +292,7 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     record_edit(enc, target, dict(kind='adapter', config=meta['config'], terms=meta.get('terms'), file=str(path)), prior)
     return enc
 
-# %% ../nbs/05_adapter.ipynb #71d5de14
-def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: int = 1, n_negations: int = 1) -> list:
-    "Cross-model cells per target: `n_pairs` additions of task pairs at `alpha` each and `n_negations` negations at `lam`."
-    import itertools
-    families, tasks = list(families), list(tasks)
-    if len(families) < 2: raise ValueError(f"cross-model cells need at least two families, got {families}")
-    alpha = check_number(alpha, 'alpha', 0, lo_open=True)
-    lam = check_number(lam, 'lam', 0, lo_open=True)
-    n_pairs, n_negations = check_count(n_pairs, 'n_pairs'), check_count(n_negations, 'n_negations')
-    check_alloc(1024 * len(families) * (n_pairs + n_negations), f'{len(families) * (n_pairs + n_negations)} cells',
-                'ask for fewer n_pairs / n_negations')
-    if (n_pairs and len(tasks) < 2) or (n_negations and not tasks):
-        raise ValueError(f"tasks {tasks}: additions need two tasks, negations one")
-    pairs = list(itertools.combinations(tasks, 2))
-    cells = []
-    for i, f in enumerate(families):
-        src = families[(i + 1) % len(families)]
-        for j in range(int(n_pairs)):
-            a, b = pairs[(i * n_pairs + j) % len(pairs)]
-            cells.append(dict(target=f, kind='addition', source=src, coeffs={a: float(alpha), b: float(alpha)}))
-        for j in range(int(n_negations)):
-            t = tasks[(i * n_negations + j) % len(tasks)]
-            cells.append(dict(target=f, kind='negation', source=src, coeffs={t: -float(lam)}))
-    return cells
-
+# %% ../nbs/05_adapter.ipynb #3189067c
 @torch.no_grad()
 def accuracies(enc, eval_sets: dict, tasks) -> dict:
     "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `encoders.predict` against `enc`'s class embeddings."

@@ -18,8 +18,8 @@ from .guards import check_number, check_count, check_seed, check_alloc, few
 from .grids import Grid, image_hashes, sub_grid
 from .cache import EmbeddingCache
 from .descriptors import descriptor_cosine, consensus_descriptor, shuffled_descriptor
-from .factorization import check_stack, record_edit, SolveConfig
-from .composition import OperatorBank, check_coeff
+from .factorization import SolveConfig
+from .composition import OperatorBank
 from .scoring import Scorer
 from .metrics import read_metrics
 
@@ -27,9 +27,9 @@ from .metrics import read_metrics
 __all__ = ['SOLVE_KEYS', 'mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile', 'addition_sweep',
            'retention_rows', 'negation_sweep', 'multitask_scaling', 'source_key', 'null_key', 'zoo_seeds_present',
            'heldout_split', 'pair_gain', 'own_edit_gain', 'solve_metrics', 'resolve_solve', 'heldout_solve',
-           'cross_edit_figures', 'zoo_bank', 'zoo_banks', 'heldout_rule', 'weight_space_sum', 'cell_rows',
-           'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary',
-           'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
+           'cross_edit_figures', 'zoo_bank', 'zoo_banks', 'heldout_rule', 'cell_rows', 'median_retention',
+           'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary',
+           'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04d_analysis.ipynb #86ac400f
 def mean_or_nan(xs) -> float:
@@ -290,41 +290,9 @@ def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence
     rows = []
     for cfg in candidates:
         bk = zoo_banks(bases, grids, descriptors, families, cfg, nulls=False, cache=cache)
-        figs = cross_edit_figures({f: bk[f].scorer(vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
+        figs = cross_edit_figures({f: Scorer(bk[f], vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
         rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, **figs))
     return heldout_solve(rows, max_cost), rows
-
-# %% ../nbs/04d_analysis.ipynb #7178faf4
-@torch.no_grad()
-def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
-    "Classic task arithmetic: a copy of `base` with weights `θ₀ + Σ c_k (θ_k − θ₀)` (one model, its own fine-tunes)."
-    import copy
-    finetunes = list(finetunes)
-    single = isinstance(coeffs, str) or not isinstance(coeffs, (Sequence, torch.Tensor)) or (isinstance(coeffs, torch.Tensor) and coeffs.ndim == 0)
-    cs = [check_coeff(coeffs, 'every fine-tune')] * len(finetunes) if single else \
-         [check_coeff(c, f'fine-tune {i}') for i, c in enumerate(coeffs)]
-    if len(cs) != len(finetunes): raise ValueError(f"{len(finetunes)} fine-tunes but {len(cs)} coefficients")
-    check_stack(base, stack=False)   # classic task arithmetic starts from the unedited base
-    sd0 = base.model.state_dict()
-    sds = [ft.model.state_dict() for ft in finetunes]
-    for i, sd in enumerate(sds):
-        bad = set(sd) ^ set(sd0) or {k for k in sd0 if sd[k].shape != sd0[k].shape}
-        if bad: raise ValueError(f"fine-tune {i} ({getattr(finetunes[i], 'name', '?')}) is not a fine-tune of this base: "
-                                 f"parameters {few(sorted(bad), 4)} differ in name or shape")
-    new = {}
-    for k, v in sd0.items():
-        if not v.is_floating_point(): new[k] = v.clone(); continue
-        acc = v.double().clone()
-        for c, sd in zip(cs, sds): acc += c * (sd[k].double() - v.double())
-        new[k] = acc.to(v.dtype)
-        if not torch.isfinite(new[k]).all():
-            raise ValueError(f"coefficients {cs} overflow parameter {k!r} ({v.dtype}): pass smaller coefficients")
-    out = copy.deepcopy(base)
-    out.model.load_state_dict(new)
-    record_edit(out, base, dict(kind='weight_space_sum', coeffs=[[str(getattr(ft, 'name', i)), c] for i, (c, ft) in
-                                                              enumerate(zip(cs, finetunes))]))
-    out.name = f"{base.name}+ws[" + ', '.join(f'{c:+.3g}·{getattr(ft, "name", i)}' for i, (c, ft) in enumerate(zip(cs, finetunes))) + ']'
-    return out
 
 # %% ../nbs/04d_analysis.ipynb #1b068582
 def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], seed_sources: Mapping | None = None,
@@ -481,7 +449,7 @@ def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_
             sub = {t: sub_grid(g, n) for t, g in grids.items()}                      # fewer own probes, the same context
             sd = {key: D.restrict(sub[key[1]]) for key, D in descriptors.items() if key[2] == 0}
             bk = zoo_banks(bases, sub, sd, families, solve, cache=cache)
-            cs_, _ = zoo_cells({f: bk[f].scorer(eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
+            cs_, _ = zoo_cells({f: Scorer(bk[f], eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
         s_, c_ = [c for c in cs_ if c['source'] != 'consensus'], [c for c in cs_ if c['source'] == 'consensus']
         out.append(dict(n_probes=n, own=pair_gain(s_, 'own_'), cross=pair_gain(s_), consensus=pair_gain(c_), null=pair_gain(s_, 'null_'),
                         ret_single=median_retention(s_, min_own_gain)[0], ret_consensus=median_retention(c_, min_own_gain)[0],

@@ -17,8 +17,8 @@ from .audio_sounds import (CLIP, SOURCES, PITCHES, TIMBRES, ENVELOPES, RHYTHMS, 
 
 # %% auto #0
 __all__ = ['EVENTS', 'STREETS', 'GENRES', 'SOUNDS', 'FOCUS', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_CLIPS', 'AudioTaskSpec',
-           'caption_clip', 'AudioTaskData', 'list_tasks', 'load_task', 'caption_corpus', 'grounding_counts',
-           'vocabulary', 'plain_scene', 'fingerprint', 'clips_per_second']
+           'caption_clip', 'AudioTaskData', 'list_tasks', 'check_task', 'load_task', 'caption_corpus',
+           'grounding_counts', 'vocabulary', 'plain_scene', 'fingerprint', 'clips_per_second']
 
 # %% ../nbs/08b_audio_world.ipynb #15192013
 def _event(name: str, rng) -> list:
@@ -232,7 +232,8 @@ def list_tasks(controls: bool | None = None) -> list:
     if controls is None: return list(TASKS)
     return [n for n, t in TASKS.items() if t.role == ('control' if controls else 'edit')]
 
-def _check_task(name, split):
+def check_task(name, split):
+    "KeyError (TypeError for a name that is not a string) unless `name` is a known task and `split` a known split."
     if name not in TASKS: raise KeyError(f'unknown audio task {name!r}; tasks are {list(TASKS)}')
     if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
 
@@ -259,7 +260,7 @@ def _render_task(name, split, n):
 
 def load_task(name: str, split: str, n: int | None = None) -> AudioTaskData:
     "Render `n` clips (default: the split's size) of audio task `name` in `split` ('train' or 'test')."
-    _check_task(name, split)
+    check_task(name, split)
     n = SPLIT_SIZES[split] if n is None else _check_count(n)
     clips, labels = _render_task(name, split, n)
     spec = TASKS[name]

@@ -14,16 +14,18 @@ from .lora import add_adapter, merge_adapter
 from .adapter import AdapterConfig
 from .training import lr_factor
 from .factorization import solve_operator, check_stack, record_edit
+from .composition import check_coeff
+from typing import Sequence
 from .grids import Grid
 from .cache import EmbeddingCache
 from .descriptors import affinity
 from .encoders import prompt_embeddings, class_embeddings
-from .guards import check_number, check_count, check_seed
+from .guards import check_number, check_count, check_seed, few
 from .training import finetune_logit_scale
 
 # %% auto #0
 __all__ = ['procrustes', 'transport_theta', 'transport_operator', 'lora_targetable', 'lora_fit', 'gradient_ascent',
-           'teacher_logits', 'fit_distill', 'gradient_matching']
+           'teacher_logits', 'fit_distill', 'gradient_matching', 'weight_space_sum']
 
 # %% ../nbs/09_baselines.ipynb #00b8e536
 def _mat(x, name: str) -> torch.Tensor:
@@ -207,3 +209,35 @@ def gradient_matching(target, terms, labelled, cache: EmbeddingCache | None = No
                n_labelled=[len(x) for x in labelled], kept_share=kept, step=eta, loss_before=L0, loss_after=tried[eta])
     record_edit(enc, target, rec, prior)
     return enc, rec
+
+# %% ../nbs/09_baselines.ipynb #bfe76600
+@torch.no_grad()
+def weight_space_sum(base, finetunes: Sequence, coeffs=1.0):
+    "Classic task arithmetic: a copy of `base` with weights `θ₀ + Σ c_k (θ_k − θ₀)` (one model, its own fine-tunes)."
+    import copy
+    finetunes = list(finetunes)
+    single = isinstance(coeffs, str) or not isinstance(coeffs, (Sequence, torch.Tensor)) or (isinstance(coeffs, torch.Tensor) and coeffs.ndim == 0)
+    cs = [check_coeff(coeffs, 'every fine-tune')] * len(finetunes) if single else \
+         [check_coeff(c, f'fine-tune {i}') for i, c in enumerate(coeffs)]
+    if len(cs) != len(finetunes): raise ValueError(f"{len(finetunes)} fine-tunes but {len(cs)} coefficients")
+    check_stack(base, stack=False)   # classic task arithmetic starts from the unedited base
+    sd0 = base.model.state_dict()
+    sds = [ft.model.state_dict() for ft in finetunes]
+    for i, sd in enumerate(sds):
+        bad = set(sd) ^ set(sd0) or {k for k in sd0 if sd[k].shape != sd0[k].shape}
+        if bad: raise ValueError(f"fine-tune {i} ({getattr(finetunes[i], 'name', '?')}) is not a fine-tune of this base: "
+                                 f"parameters {few(sorted(bad), 4)} differ in name or shape")
+    new = {}
+    for k, v in sd0.items():
+        if not v.is_floating_point(): new[k] = v.clone(); continue
+        acc = v.double().clone()
+        for c, sd in zip(cs, sds): acc += c * (sd[k].double() - v.double())
+        new[k] = acc.to(v.dtype)
+        if not torch.isfinite(new[k]).all():
+            raise ValueError(f"coefficients {cs} overflow parameter {k!r} ({v.dtype}): pass smaller coefficients")
+    out = copy.deepcopy(base)
+    out.model.load_state_dict(new)
+    record_edit(out, base, dict(kind='weight_space_sum', coeffs=[[str(getattr(ft, 'name', i)), c] for i, (c, ft) in
+                                                              enumerate(zip(cs, finetunes))]))
+    out.name = f"{base.name}+ws[" + ', '.join(f'{c:+.3g}·{getattr(ft, "name", i)}' for i, (c, ft) in enumerate(zip(cs, finetunes))) + ']'
+    return out

@@ -4,7 +4,7 @@
 
 # %% ../nbs/95_builds.ipynb #bd9158e3
 from __future__ import annotations
-import argparse, json, sys
+import json
 from pathlib import Path
 import numpy as np
 
@@ -12,12 +12,13 @@ from ._io import atomic_write_text
 from .guards import check_count, check_seed
 from .metrics import read_metrics, record_metrics, save_figure
 from .paper import PAPER_STAGES, run_paper
-from .report import repo_root, write_report
+from .report import write_report
+from ._io import repo_root
 from .sweep import SweepError
 
 # %% auto #0
 __all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'BUILD_SETTINGS', 'build_name', 'robustness', 'run_builds', 'builds_markdown',
-           'plot_builds', 'compare_builds', 'build_main', 'compare_main']
+           'plot_builds', 'compare_builds', 'build_one']
 
 # %% ../nbs/95_builds.ipynb #5917009b
 HEADLINE_STAGES = {'image': '04_composition.ipynb', 'audio': '08_audio.ipynb'}   # the stage each kind of build runs
@@ -137,40 +138,11 @@ def compare_builds(image_zoos=(), audio_zoos=(), out=None, report_dir=None, repl
     return rob
 
 # %% ../nbs/95_builds.ipynb #62a466ec
-def build_main(argv=None) -> int:
-    "`platonic-ta build-zoo`: build (or resume) an independent zoo from a pretraining seed into its own folder."
-    ap = argparse.ArgumentParser(prog='platonic-ta build-zoo', description=build_main.__doc__)
-    ap.add_argument('--out', required=True, metavar='FOLDER', help='the zoo folder (one folder per build)')
-    ap.add_argument('--build-seed', type=int, required=True, help='pretraining seed of the build (0: the shipped zoo\'s seeds)')
-    ap.add_argument('--audio', action='store_true', help='build the audio zoo rather than the image zoo')
-    ap.add_argument('--seeds', type=int, nargs='*', default=[0], help='fine-tune seeds (default: %(default)s)')
-    ap.add_argument('--workers', type=int, default=2, help='processes (default: %(default)s)')
-    a = ap.parse_args(argv)
-    try:
-        check_seed(a.build_seed, '--build-seed'); check_count(a.workers, '--workers', 1)
-        if a.audio:
-            from platonic_ta.audio_zoo import build_audio_zoo
-            z = build_audio_zoo(seeds=tuple(a.seeds), zoo=Path(a.out), workers=a.workers, build_seed=a.build_seed)
-        else:
-            from platonic_ta.zoo import build_zoo
-            z = build_zoo(seeds=tuple(a.seeds), zoo=Path(a.out), workers=a.workers, build_seed=a.build_seed)
-    except (ValueError, KeyError) as e:
-        print(f'platonic-ta build-zoo: error: {e}', file=sys.stderr); return 2
-    print(f'built {z} (build seed {a.build_seed}); compare it with: platonic-ta compare-builds '
-          f"{'--audio-zoo' if a.audio else '--zoo'} shipped {'--audio-zoo' if a.audio else '--zoo'} {z}")
-    return 0
-
-def compare_main(argv=None) -> int:
-    "`platonic-ta compare-builds`: the headline experiments on every build, and the worst build's figures (`robustness.*`)."
-    ap = argparse.ArgumentParser(prog='platonic-ta compare-builds', description=compare_main.__doc__)
-    ap.add_argument('--zoo', action='append', default=[], metavar='FOLDER', help="an image build (repeat; 'shipped' for the shipped zoo)")
-    ap.add_argument('--audio-zoo', action='append', default=[], metavar='FOLDER', help="an audio build (repeat; 'shipped' for the shipped one)")
-    ap.add_argument('--out', default=None, help='where each build runs (default: <repo>/_runs/builds)')
-    ap.add_argument('--report-dir', default=None, help='report that gets the robustness figures (default: <repo>/_runs/paper/report)')
-    ap.add_argument('--replace', action='store_true', help='run again a build this folder holds with other parameters')
-    a = ap.parse_args(argv)
-    try: rob = compare_builds(a.zoo, a.audio_zoo, a.out, a.report_dir, a.replace)
-    except (ValueError, FileNotFoundError, SweepError) as e:
-        print(f'platonic-ta compare-builds: error: {e}', file=sys.stderr); return 2
-    for k, v in rob.items(): print(f'{k:<48} {v:.4g}')
-    return 0
+def build_one(out, build_seed: int, audio: bool = False, seeds=(0,), workers: int = 2) -> Path:
+    "Build (or resume) an independent zoo from the pretraining seed `build_seed` into the folder `out`."
+    check_seed(build_seed, 'build_seed'); check_count(workers, 'workers', 1)
+    if audio:
+        from platonic_ta.audio_zoo import build_audio_zoo
+        return build_audio_zoo(seeds=tuple(seeds), zoo=Path(out), workers=workers, build_seed=build_seed)
+    from platonic_ta.zoo import build_zoo
+    return build_zoo(seeds=tuple(seeds), zoo=Path(out), workers=workers, build_seed=build_seed)

@@ -10,17 +10,16 @@ from typing import Sequence
 
 import torch
 from fastcore.basics import patch
-from safetensors import safe_open
 from tqdm.auto import tqdm
 
 from . import __version__
-from ._io import save_safetensors, atomic_write_text, cache_root, file_lock
+from ._io import save_safetensors, read_safetensors, atomic_write_text, cache_root, file_lock
 from .guards import check_count, check_number, few
 from .encoders import template_ensemble, check_prompts
 from .grids import Grid, short_hash, check_images, image_hashes, set_hash, prompts_hash
 
 # %% auto #0
-__all__ = ['CacheCorruptionWarning', 'tensor_checksum', 'read_safetensors', 'EmbeddingCache']
+__all__ = ['CacheCorruptionWarning', 'tensor_checksum', 'EmbeddingCache']
 
 # %% ../nbs/02b_cache.ipynb #6ea251cc
 class CacheCorruptionWarning(UserWarning):
@@ -33,13 +32,6 @@ def tensor_checksum(tensors: dict) -> str:
         t = tensors[k]
         h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
     return h.hexdigest()
-
-
-def read_safetensors(path: Path) -> tuple[dict, dict]:
-    "`(tensors, metadata)` of a safetensors file."
-    with safe_open(str(path), framework='pt') as f:
-        meta = f.metadata() or {}
-        return {k: f.get_tensor(k) for k in f.keys()}, meta
 
 # %% ../nbs/02b_cache.ipynb #a7b317a8
 class EmbeddingCache:

@@ -12,10 +12,10 @@ import torch
 
 from . import __version__
 from .grids import Grid, ContextWarning
-from .cache import EmbeddingCache, read_safetensors, tensor_checksum
+from .cache import EmbeddingCache, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope, prompt_embeddings
-from ._io import save_safetensors, atomic_write_text, pair_paths, check_pair
+from ._io import save_safetensors, read_safetensors, atomic_write_text, pair_paths, check_pair
 from .factorization import (GridFactors, SolveConfig, fold_operator, embedding_route_features,
                                        head_route_features, base_weights_hash, edit_record, EditStackError)
 from .guards import check_number, refuse_existing, check_kind, json_digest, few
@@ -438,9 +438,3 @@ class OperatorBank(_BankDisk):
                 self._ops[k], self._key_grid[k] = th.contiguous(), h
         self._checksum = None
         return self
-
-    # --- fast path -----------------------------------------------------------------------------------------
-    def scorer(self, eval_sets: Mapping, target=None, cache: EmbeddingCache | None = None):
-        "A `platonic_ta.scoring.Scorer`: the target's features of every evaluation set, computed once."
-        from platonic_ta.scoring import Scorer    # scoring builds on this module: imported when a scorer is asked for
-        return Scorer(self, eval_sets, target=target, cache=cache)

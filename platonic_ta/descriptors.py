@@ -15,10 +15,10 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .encoders import digest_scope
-from ._io import atomic_write_text, save_safetensors, pair_paths, check_pair, cache_root
+from ._io import atomic_write_text, save_safetensors, read_safetensors, pair_paths, check_pair, cache_root
 from .guards import check_seed, check_kind, refuse_existing, json_digest, few
 from .grids import Grid, grid_hash_of, grid_positions
-from .cache import EmbeddingCache, CacheCorruptionWarning, read_safetensors, tensor_checksum
+from .cache import EmbeddingCache, CacheCorruptionWarning, tensor_checksum
 
 # %% auto #0
 __all__ = ['affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine',

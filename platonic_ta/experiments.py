@@ -12,12 +12,37 @@ from .grids import Grid
 from .cache import EmbeddingCache
 from .descriptors import Descriptor
 from .heads import image_tower
-from .guards import check_number, check_count, check_seed
+from .guards import check_number, check_count, check_seed, check_alloc
 
 # %% auto #0
-__all__ = ['gram_power', 'whiten_descriptor', 'first_order_change', 'first_order_adjoint', 'exact_first_order_operator',
-           'halving_counts', 'task_relatedness', 'weight_update_cosine', 'model_scale', 'other_scale', 'task_orderings',
-           'edit_gains']
+__all__ = ['edit_cells', 'gram_power', 'whiten_descriptor', 'first_order_change', 'first_order_adjoint',
+           'exact_first_order_operator', 'halving_counts', 'task_relatedness', 'weight_update_cosine', 'model_scale',
+           'other_scale', 'task_orderings', 'edit_gains']
+
+# %% ../nbs/10_experiments.ipynb #d6514498
+def edit_cells(families, tasks, alpha: float = 0.5, lam: float = 1.0, n_pairs: int = 1, n_negations: int = 1) -> list:
+    "Cross-model cells per target: `n_pairs` additions of task pairs at `alpha` each and `n_negations` negations at `lam`."
+    import itertools
+    families, tasks = list(families), list(tasks)
+    if len(families) < 2: raise ValueError(f"cross-model cells need at least two families, got {families}")
+    alpha = check_number(alpha, 'alpha', 0, lo_open=True)
+    lam = check_number(lam, 'lam', 0, lo_open=True)
+    n_pairs, n_negations = check_count(n_pairs, 'n_pairs'), check_count(n_negations, 'n_negations')
+    check_alloc(1024 * len(families) * (n_pairs + n_negations), f'{len(families) * (n_pairs + n_negations)} cells',
+                'ask for fewer n_pairs / n_negations')
+    if (n_pairs and len(tasks) < 2) or (n_negations and not tasks):
+        raise ValueError(f"tasks {tasks}: additions need two tasks, negations one")
+    pairs = list(itertools.combinations(tasks, 2))
+    cells = []
+    for i, f in enumerate(families):
+        src = families[(i + 1) % len(families)]
+        for j in range(int(n_pairs)):
+            a, b = pairs[(i * n_pairs + j) % len(pairs)]
+            cells.append(dict(target=f, kind='addition', source=src, coeffs={a: float(alpha), b: float(alpha)}))
+        for j in range(int(n_negations)):
+            t = tasks[(i * n_negations + j) % len(tasks)]
+            cells.append(dict(target=f, kind='negation', source=src, coeffs={t: -float(lam)}))
+    return cells
 
 # %% ../nbs/10_experiments.ipynb #c9c1cf80
 def gram_power(T, p: float, eps: float = 1e-6) -> torch.Tensor:

@@ -8,11 +8,12 @@ import json, os, re, secrets, signal, socket, subprocess, sys, tempfile, time, u
 from pathlib import Path
 from fastcore.basics import patch
 
-from .report import repo_root
+from ._io import repo_root
 
 # %% auto #0
 __all__ = ['CHROMIUM', 'CHROMIUM_ARGS', 'INSTALL_CHROMIUM', 'LAB_PARAMETERS', 'SLIDER_CELL', 'CHECK_CELL', 'BrowserMissing',
-           'chromium_path', 'Lab', 'composition_copy', 'parse_bars', 'SliderPage', 'expected_rows', 'slider_session']
+           'chromium_path', 'Lab', 'composition_copy', 'parse_bars', 'SliderPage', 'expected_rows', 'slider_session',
+           'run_lab']
 
 # %% ../nbs/92_lab.ipynb #b91cf36f
 CHROMIUM = '/usr/bin/chromium'
@@ -287,3 +288,13 @@ def slider_session(report_dir, workdir=None, parameters: dict | None = None, lam
         finally: browser.close()
     res['total_s'] = time.time() - t0
     return res
+
+def run_lab(report_dir) -> int:
+    "Screenshots of the composition sliders in JupyterLab (`slider_session`) into `report_dir`; 1 (and why, on stderr) without a browser."
+    print('[platonic-ta] the composition sliders in JupyterLab (headless Chromium) ...', flush=True)
+    try: r = slider_session(report_dir)
+    except BrowserMissing as e:
+        print(f'[platonic-ta] no screenshots of the sliders: {e}', file=sys.stderr)
+        return 1
+    print(f"[platonic-ta] sliders in the page: {', '.join(p.name for p in r['screenshots'])} ({r['total_s']:.0f}s)", flush=True)
+    return 0

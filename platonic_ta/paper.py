@@ -4,18 +4,19 @@
 
 # %% ../nbs/94_paper.ipynb #e42c2a87
 from __future__ import annotations
-import argparse, json, sys, time
+import json, sys, time
 from pathlib import Path
 
 from ._io import atomic_write_text
 from .guards import check_count
 from .metrics import record_metrics
-from .report import STAGES, CONTEXT, needs_of, stage_order, write_report, repo_root
+from .report import STAGES, CONTEXT, needs_of, stage_order, write_report
+from ._io import repo_root
 from .sweep import SweepError, code_version, make_executor, read_status, resolve_notebook, run_cell
 
 # %% auto #0
 __all__ = ['PAIRS', 'NEGATIONS', 'PAPER_STAGES', 'PAPER_NEEDS', 'AUDIO_STAGES', 'paper_status', 'run_paper', 'with_zoos',
-           'paper_main']
+           'paper_stages']
 
 # %% ../nbs/94_paper.ipynb #f2368a44
 PAIRS, NEGATIONS = 4, 4   # addition and negation cells per target of the adapter and the baselines
@@ -117,30 +118,11 @@ def with_zoos(stages: dict, zoo=None, audio_zoo=None) -> dict:
     return out
 
 # %% ../nbs/94_paper.ipynb #94dfa372
-def paper_main(argv=None) -> int:
-    "`platonic-ta paper`: the full reproduction into `_runs/paper/` (resumable: finished stages are kept)."
-    ap = argparse.ArgumentParser(prog='platonic-ta paper', description=paper_main.__doc__)
-    ap.add_argument('--out', default=None, help='output folder (default: <repo>/_runs/paper)')
-    ap.add_argument('--workers', type=int, default=2, help='stages run side by side on a local process pool (default: %(default)s)')
-    ap.add_argument('--ray', action='store_true', help='run the stages on a local Ray instead of the process pool')
-    ap.add_argument('--ray-address', default=None, help='run the stages on this Ray cluster (implies --ray)')
-    ap.add_argument('--only', nargs='*', default=None, help='stage notebooks to run (prefixes, e.g. 04 10); default: all')
-    ap.add_argument('--status', action='store_true', help="print each stage's state and run nothing")
-    ap.add_argument('--replace', action='store_true', help='run again the stages this folder holds with other parameters (their run is replaced)')
-    ap.add_argument('--zoo', default=None, metavar='FOLDER', help='the image zoo every image stage uses (default: the full zoo, built here or shipped)')
-    ap.add_argument('--audio-zoo', default=None, metavar='FOLDER', help='the audio zoo of the audio stage (default: the shipped one)')
-    a = ap.parse_args(argv)
-    stages = PAPER_STAGES if not a.only else {k: v for k, v in PAPER_STAGES.items() if any(k.startswith(o) for o in a.only)}
-    if not stages: ap.error(f'--only matched no stage; stages are {list(PAPER_STAGES)}')
-    for flag, folder in (('--zoo', a.zoo), ('--audio-zoo', a.audio_zoo)):
+def paper_stages(only=None, zoo=None, audio_zoo=None) -> dict:
+    "The stages of `PAPER_STAGES` whose names start with one of `only` (None: all), on the zoo folders given."
+    stages = PAPER_STAGES if not only else {k: v for k, v in PAPER_STAGES.items() if any(k.startswith(o) for o in only)}
+    if not stages: raise ValueError(f'--only {" ".join(only)} matched no stage; stages are {list(PAPER_STAGES)}')
+    for flag, folder in (('--zoo', zoo), ('--audio-zoo', audio_zoo)):
         if folder is not None and not Path(folder).is_dir():
-            ap.error(f"{flag} {folder}: no such folder; pass a zoo folder (build_zoo / build_audio_zoo write one)")
-    stages = with_zoos(stages, a.zoo, a.audio_zoo)
-    out = Path(a.out) if a.out else repo_root() / '_runs' / 'paper'
-    if a.status:
-        for nb, s in paper_status(out, stages).items(): print(f'{nb:<24} {s}')
-        return 0
-    try: state = run_paper(out, stages, workers=a.workers, ray=a.ray, ray_address=a.ray_address, replace=a.replace)
-    except SweepError as e:
-        print(f'platonic-ta paper: error: {e}', file=sys.stderr); return 2
-    return 0 if all(s == 'done' for s in state.values()) else 1
+            raise ValueError(f"{flag} {folder}: no such folder; pass a zoo folder (build_zoo / build_audio_zoo write one)")
+    return with_zoos(stages, zoo, audio_zoo)

@@ -4,28 +4,18 @@
 
 # %% ../nbs/90_report.ipynb #0ace9db0
 from __future__ import annotations
-import argparse, json, math, os, sys, tempfile, time
+import json, math, os, sys, tempfile, time
 from pathlib import Path
-from ._io import atomic_write_text
+from ._io import atomic_write_text, repo_root
 from .guards import check_count
 from .metrics import read_metrics, record_metrics, save_figure
 from .grids import CONTEXT_PER_TASK
 from .paper_figures import PAPER, EXPERIMENTS, PROTOCOL, paper_table
+from .lab import run_lab
 
 # %% auto #0
-__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'repo_root', 'write_report', 'needs_of', 'stage_order', 'run_stages',
-           'run_benches', 'run_lab', 'run_demo', 'main']
-
-# %% ../nbs/90_report.ipynb #8d0f7ce6
-def repo_root(start: Path | None = None) -> Path:
-    "The folder holding `settings.ini`, searching upwards from `start` (default: this file, then cwd)."
-    import platonic_ta
-    for base in ([Path(start)] if start else [Path(platonic_ta.__file__).resolve().parent, Path.cwd()]):
-        for p in [base, *base.parents]:
-            if (p / 'settings.ini').exists(): return p
-    raise FileNotFoundError("no settings.ini above this folder: run from inside a platonic-ta checkout")
-
-
+__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'write_report', 'needs_of', 'stage_order', 'run_stages',
+           'run_benches', 'run_demo']
 
 # %% ../nbs/90_report.ipynb #59851cd8
 def write_report(report_dir: str | Path) -> Path:
@@ -211,17 +201,6 @@ def run_benches(report_dir: Path, benches=None):
         subprocess.run([sys.executable, str(root / b), '--report-dir', str(report_dir)], check=True, cwd=root)
 
 # %% ../nbs/90_report.ipynb #646d7887
-def run_lab(report_dir: Path) -> int:
-    "Screenshots of the composition sliders in JupyterLab (`platonic_ta.lab.slider_session`) into `report_dir`."
-    from platonic_ta.lab import slider_session, BrowserMissing
-    print('[platonic-ta] the composition sliders in JupyterLab (headless Chromium) ...', flush=True)
-    try: r = slider_session(report_dir)
-    except BrowserMissing as e:
-        print(f'[platonic-ta] no screenshots of the sliders: {e}', file=sys.stderr)
-        return 1
-    print(f"[platonic-ta] sliders in the page: {', '.join(p.name for p in r['screenshots'])} ({r['total_s']:.0f}s)", flush=True)
-    return 0
-
 def run_demo(out_dir: Path, stages: dict | None = None, jobs: int = 2, benches=None, lab: bool = True) -> int:
     """Every stage, the slider screenshots and then the benchmarks (alone, so that their timings are the machine's); with
     `jobs` > 1 the screenshots take a worker that no stage can use (while others wait on composition, say). Returns
@@ -232,35 +211,9 @@ def run_demo(out_dir: Path, stages: dict | None = None, jobs: int = 2, benches=N
         run_benches(report_dir, benches)
         return run_lab(report_dir) if lab else 0
     root, out_dir, report_dir, stages, params = _stage_params(out_dir, stages)
-    side = {'lab': [sys.executable, '-c', 'import sys; from pathlib import Path; from platonic_ta.report import run_lab; '
+    side = {'lab': [sys.executable, '-c', 'import sys; from pathlib import Path; from platonic_ta.lab import run_lab; '
                     'sys.exit(run_lab(Path(sys.argv[1])))', str(report_dir)]} if lab else {}
     rc = _run_side_by_side(root, out_dir, stages, params, 'python3', jobs, side).get('lab', 0)
     if rc: print(f"[platonic-ta] no screenshots of the sliders: see {out_dir / 'logs' / 'lab.log'}", file=sys.stderr)
     run_benches(report_dir, benches)
-    return rc
-
-def main(argv=None):
-    "`platonic-ta demo` runs every stage notebook and writes the report; `platonic-ta report` only rewrites the page; `platonic-ta sweep SPEC` runs a sweep."
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ['sweep']:   # its own options (`platonic-ta sweep --help`)
-        from platonic_ta.sweep import sweep_main
-        return sweep_main(argv[1:])
-    ap = argparse.ArgumentParser(prog='platonic-ta', description=main.__doc__)
-    ap.add_argument('command', choices=['demo', 'report', 'sweep'])
-    ap.add_argument('--out', default=None, help='output folder (default: <repo>/_runs)')
-    ap.add_argument('--only', nargs='*', default=None, help="stage notebooks to run, or 'lab' for the slider screenshots (default: all)")
-    ap.add_argument('--jobs', type=int, default=2, help='stage notebooks run side by side (default: %(default)s; 1: one after another)')
-    a = ap.parse_args(argv)
-    out = Path(a.out) if a.out else repo_root() / '_runs'
-    rc = 0
-    if a.command == 'demo':
-        stages = STAGES if not a.only else {k: v for k, v in STAGES.items() if any(k.startswith(o) for o in a.only)}
-        lab = not a.only or 'lab' in a.only
-        if a.only and not stages and not lab: ap.error(f"--only matched no stage; stages are {list(STAGES)} and 'lab'")
-        if not a.only: rc = run_demo(out, stages, jobs=a.jobs)
-        else:
-            if stages: run_stages(out, stages, jobs=a.jobs)
-            if lab: rc = run_lab(out / 'report')
-    page = write_report(out / 'report')
-    print(f'[platonic-ta] report: {page}')
     return rc

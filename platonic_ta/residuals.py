@@ -273,7 +273,7 @@ def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence |
     th_t = bank[own]
     U_t = _tensor(descriptors[own], f'descriptor {own!r}').to(torch.float64)
     if scorer is not None:
-        if scorer.bank is not bank: raise ValueError("scorer was made from another bank: pass bank.scorer(eval_sets, cache=...)")
+        if scorer.bank is not bank: raise ValueError("scorer was made from another bank: pass Scorer(bank, eval_sets, cache=...)")
         base = scorer.base[task]
         acc_own = scorer.score({own: strength}, tasks=[task])[task]
     rows = []

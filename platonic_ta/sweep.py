@@ -4,18 +4,18 @@
 
 # %% ../nbs/91_sweep.ipynb #16d395cf
 from __future__ import annotations
-import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, subprocess, sys, time
+import dataclasses, hashlib, importlib, inspect, itertools, json, math, os, re, subprocess, time
 from pathlib import Path
 from fastcore.basics import patch
 
 from .metrics import save_figure
-from .report import repo_root, write_report
-from ._io import atomic_write_text
+from .report import write_report
+from ._io import atomic_write_text, repo_root
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
            'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'make_executor', 'Sweep',
-           'summary_figure', 'write_summary', 'run_sweep', 'sweep_main']
+           'summary_figure', 'write_summary', 'run_sweep']
 
 # %% ../nbs/91_sweep.ipynb #c9346e1c
 class SweepError(ValueError):
@@ -399,30 +399,3 @@ def run_sweep(spec, out=None, report_dir=None, workers: int = 2, ray: bool = Fal
     print(f'[sweep {spec.name}] table {sw.out / "results.csv"}; report section {page}'
           + (f'; {len(failed)} failed cells (see their errors above; rerun them with --retry-failed)' if failed else ''))
     return sw
-
-# %% ../nbs/91_sweep.ipynb #6718e673
-def sweep_main(argv=None) -> int:
-    "`platonic-ta sweep SPEC`: run a sweep spec's missing cells on a process pool (default) or Ray."
-    import argparse
-    ap = argparse.ArgumentParser(prog='platonic-ta sweep', description=sweep_main.__doc__)
-    ap.add_argument('spec', help='sweep spec (.yaml, .yml or .toml)')
-    ap.add_argument('--out', default=None, help='output folder (default: <repo>/_runs/sweeps/<name>)')
-    ap.add_argument('--report-dir', default=None, help='report folder (default: <repo>/_runs/report)')
-    ap.add_argument('--workers', type=int, default=2, help='cells at a time on the local pool or local Ray (default 2)')
-    ap.add_argument('--retry-failed', action='store_true', help='run failed cells again (finished cells never rerun)')
-    ap.add_argument('--ray', action='store_true', help='start a local Ray with --workers CPUs and run the cells on it')
-    ap.add_argument('--ray-address', default=None, help="join an existing Ray cluster (e.g. 'auto' or ray://host:10001)")
-    ap.add_argument('--gpus-per-cell', type=float, default=0, help='GPUs each cell asks Ray for (default 0)')
-    ap.add_argument('--no-progress', action='store_true', help='no progress bar')
-    a = ap.parse_args(argv)
-    try:
-        sw = run_sweep(a.spec, a.out, a.report_dir, a.workers, a.ray, a.ray_address, a.retry_failed,
-                       not a.no_progress, a.gpus_per_cell)
-    except SweepError as e:
-        print(f'platonic-ta sweep: {e}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:       # Ctrl-C: one line, not the pool's or Ray's traceback; finished cells stay on disk
-        print(f'platonic-ta sweep: interrupted; the cells that finished are kept: run the same command again to do the rest',
-              file=sys.stderr)
-        return 130
-    return 1 if 'failed' in sw.status() else 0

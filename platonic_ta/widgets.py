@@ -205,7 +205,7 @@ def make_sliders(bank: OperatorBank, scorer: Scorer, sources: Sequence[str], tas
                  negate: Sequence[str] | None = None, alpha: float | Mapping = 0.5, lam: float = 0.0,
                  targets: Mapping | None = None, widget: bool = True, chart: str = 'html') -> Sliders:
     "α sliders per task in `tasks`, a negation picker + λ, source and target pickers; see the section text."
-    if scorer.bank is not bank: raise ValueError("scorer was not made from this bank: use bank.scorer(eval_sets)")
+    if scorer.bank is not bank: raise ValueError("scorer was not made from this bank: use Scorer(bank, eval_sets)")
     tasks = [t for t in bank.tasks if t in scorer.sets][:2] if tasks is None else list(tasks)
     unknown = [t for t in tasks if t not in scorer.sets]
     if unknown: raise KeyError(f"tasks {unknown} have no evaluation set in the scorer; it has {scorer.tasks}")

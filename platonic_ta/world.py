@@ -14,8 +14,8 @@ from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES
 
 # %% auto #0
 __all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
-           'TaskSpec', 'TaskData', 'list_tasks', 'check_task_data', 'register_task', 'unregister_task', 'load_task',
-           'images_hash', 'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary',
+           'TaskSpec', 'TaskData', 'list_tasks', 'check_task_data', 'check_task', 'register_task', 'unregister_task',
+           'load_task', 'images_hash', 'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary',
            'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
@@ -190,7 +190,8 @@ def check_task_data(data, where: str = 'task data'):
                          f"(0 to {k - 1}): fix the labels or the class names")
     return data
 
-def _check_task(name, split):
+def check_task(name, split):
+    "KeyError (TypeError for a name that is not a string) unless `name` is a known task and `split` a known split."
     if not isinstance(name, str):
         raise TypeError(f'a task is named by a string, got a {type(name).__name__}: pass its name, or make your data a task by '
                         'name first (platonic_ta.tasks.register_tensor_task, register_folder_task)')
@@ -266,7 +267,7 @@ def _load_user_task(name, split, n) -> TaskData:
 # %% ../nbs/00_world.ipynb #1b32bbc3
 def load_task(name: str, split: str, n: int | None = None) -> TaskData:
     "Render `n` images (default: the split's size) of task `name` in `split` ('train' or 'test'); or load a registered task."
-    _check_task(name, split)
+    check_task(name, split)
     if n is not None: n = _check_count(n)
     if name in USER_TASKS: return _load_user_task(name, split, n)
     n = SPLIT_SIZES[split] if n is None else n

@@ -249,7 +249,7 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
     zoo = Path(zoo or default_zoo_dir())
     families = list(FAMILIES) if families is None else list(families)
     tasks = world.list_tasks(controls=False) if tasks is None else list(tasks)
-    for t in tasks: world._check_task(t, 'train')
+    for t in tasks: world.check_task(t, 'train')
     for fam in families: family_spec(fam)
     mine = [t for t in tasks if t not in world.TASKS]
     if mine and workers > 1 and len(families) * max(1, len(tasks)) > 1:

@@ -39,7 +39,7 @@ def tiny(tmp_path_factory):
             descs[(s, t)] = (Descriptor.from_matrix(U, grids[t], dict(model=s, weights_hash='x'), dict(model=s, weights_hash='y'))
                              if s == 'rn_w16' else U)
     banks = {f: OperatorBank.build(e, grids, descs, cache=cache) for f, e in encs.items()}
-    scorers = {f: banks[f].scorer(evals, cache=cache) for f in encs}
+    scorers = {f: Scorer(banks[f], evals, cache=cache) for f in encs}
     return dict(cache=cache, grids=grids, evals=evals, encs=encs, descs=descs, banks=banks, scorers=scorers)
 
 
@@ -178,15 +178,15 @@ def test_scorer_matches_folded_without_forward(tiny, fam):
 
 def test_scorer_cache_and_target_checks(tiny):
     bank = tiny['banks']['vit_w96']
-    with pytest.raises(TargetMismatchError): bank.scorer(tiny['evals'], target=tiny['encs']['siglip_map'])
+    with pytest.raises(TargetMismatchError): Scorer(bank, tiny['evals'], target=tiny['encs']['siglip_map'])
     misses = tiny['cache'].misses
-    sc = bank.scorer(tiny['evals'], cache=tiny['cache'])
+    sc = Scorer(bank, tiny['evals'], cache=tiny['cache'])
     assert tiny['cache'].misses == misses
-    sc2 = bank.scorer({t: (e.images, e.labels, e.prompts()) for t, e in tiny['evals'].items()})   # no cache
+    sc2 = Scorer(bank, {t: (e.images, e.labels, e.prompts()) for t, e in tiny['evals'].items()})   # no cache
     assert sc2.base == sc.base
     T = prompt_embeddings(tiny['encs']['vit_w96'], tiny['evals']['colours'].prompts())
     assert torch.allclose(T.float(), sc.sets['colours']['T'].float(), atol=1e-5)
-    with pytest.raises(TypeError, match='eval set'): bank.scorer({'colours': 3})
+    with pytest.raises(TypeError, match='eval set'): Scorer(bank, {'colours': 3})
     with pytest.raises(KeyError, match='no evaluation set'): sc.embeddings(bank.combine({}), 'nowhere')
 
 
@@ -367,7 +367,8 @@ def test_sliders_hold_no_output_widget(tiny):
 # --- zoo helpers -------------------------------------------------------------------------------------------------
 from platonic_ta.factorization import floored_ridge_grid, SolveConfig
 from platonic_ta.analysis import (source_key, null_key, zoo_seeds_present, heldout_split, zoo_bank,
-                                  weight_space_sum, cell_rows, median_retention)
+                                  cell_rows, median_retention)
+from platonic_ta.baselines import weight_space_sum
 
 
 def test_names_and_floored_grid():

@@ -7,7 +7,7 @@ from platonic_ta import world
 from platonic_ta.encoders import family_encoder
 from platonic_ta.grids import make_grid, sub_grid
 from platonic_ta.descriptors import affinity
-from platonic_ta.analysis import weight_space_sum
+from platonic_ta.baselines import weight_space_sum
 from platonic_ta.encoders import prompt_embeddings
 from platonic_ta.factorization import solve_operator, edit_record
 from platonic_ta.adapter import AdapterConfig

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 torch.set_num_threads(1)
 
+from platonic_ta.scoring import Scorer
 from platonic_ta import world, zoo, encoders, families
 from platonic_ta.guards import check_number, check_count, check_seed
 from platonic_ta.grids import make_grid
@@ -22,10 +23,11 @@ from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors
 from platonic_ta.composition import OperatorBank
 from platonic_ta.scoring import certificate
 from platonic_ta.factorization import floored_ridge_grid
-from platonic_ta.analysis import weight_space_sum
+from platonic_ta.baselines import weight_space_sum
 from platonic_ta.descriptors import shuffled_descriptor, consensus_descriptor
 from platonic_ta.widgets import Sliders, make_sliders
-from platonic_ta.adapter import edit_cells, load_adapter, fit_adapter
+from platonic_ta.adapter import load_adapter, fit_adapter
+from platonic_ta.experiments import edit_cells
 from platonic_ta.training import lr_factor
 from platonic_ta.residuals import (shared_component, dispersion, pairwise_cosines, forfeited_gain, pearson,
                                    idealised_cosine, implied_dispersion, amplification)
@@ -413,7 +415,7 @@ def test_zoo_records(fam, task, m, stray):
 @pytest.fixture(scope='module')
 def scorer(saved):
     task = saved['task']
-    return saved['bank'].scorer({task: world.load_task(task, 'test', 20)}, cache=EmbeddingCache(saved['d'] / 'cache', progress=False))
+    return Scorer(saved['bank'], {task: world.load_task(task, 'test', 20)}, cache=EmbeddingCache(saved['d'] / 'cache', progress=False))
 
 @fast(200)
 @given(theta=tensors(max_side=4), full=st.booleans(), bad=ENTRY)

@@ -13,6 +13,7 @@ from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.tasks import read_image, folder_images
 from platonic_ta.guards import AllocationError
+from platonic_ta.scoring import Scorer
 
 TASK = 'colours'
 
@@ -55,7 +56,7 @@ def test_hand_made_task_data_with_labels_outside_its_classes_is_refused(bank):
     d = world.load_task(TASK, 'test', 8)
     bad = TaskData('mine', 'test', d.images, d.labels + len(d.classnames), d.classnames, d.templates)
     with pytest.raises(ValueError, match='labels run from'): zero_shot_accuracy(family_encoder('vit_w96'), bad)
-    with pytest.raises(ValueError, match='labels run from'): bank.scorer({TASK: bad})
+    with pytest.raises(ValueError, match='labels run from'): Scorer(bank, {TASK: bad})
     bad_train = TaskData('mine', 'train', d.images, d.labels + 99, d.classnames, d.templates)
     with pytest.raises(ValueError, match='labels run from'): make_grid(bad_train, 4, context=None)
 

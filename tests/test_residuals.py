@@ -8,6 +8,7 @@ import torch
 
 torch.set_num_threads(1)
 
+from platonic_ta.scoring import Scorer
 from platonic_ta.descriptors import Descriptor, GridMismatchError, descriptor_cosine
 from platonic_ta.factorization import GridFactors, embedding_route_features, head_route_features, solve_operator
 from platonic_ta.residuals import (AGREEMENTS, agreement_correlations, amplification, dispersion, edit_diagnostics,
@@ -211,7 +212,7 @@ def _fill(Z, cache, n_probes=64, n_eval=200):
     D = {(f, t): d for (f, t, _), d in zoo_descriptors(Z, grids, cache, progress=False).items()}
     evals = {t: world.load_task(t, 'test', n_eval) for t in Z.tasks}
     banks = {f: OperatorBank.build(Z.base(f), grids, D, cache=cache) for f in Z.families}
-    scorers = {f: banks[f].scorer(evals, cache=cache) for f in Z.families}
+    scorers = {f: Scorer(banks[f], evals, cache=cache) for f in Z.families}
     return grids, D, banks, scorers
 
 

@@ -17,14 +17,17 @@ from platonic_ta.factorization import (fold_operator, edit_record, base_weights_
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import OperatorBank, TargetMismatchError
 from platonic_ta.factorization import floored_ridge_grid
-from platonic_ta.analysis import weight_space_sum, source_key, heldout_split
+from platonic_ta.analysis import source_key, heldout_split
+from platonic_ta.baselines import weight_space_sum
 from platonic_ta.scoring import certificate
 from platonic_ta.descriptors import shuffled_descriptor
 from platonic_ta.widgets import Sliders
-from platonic_ta.adapter import fit_adapter, load_adapter, edit_cells, AdapterConfig
+from platonic_ta.adapter import fit_adapter, load_adapter, AdapterConfig
+from platonic_ta.experiments import edit_cells
 from platonic_ta.training import lr_factor
 from platonic_ta.lora import add_adapter
 from platonic_ta.residuals import forfeited_gain, task_summary
+from platonic_ta.scoring import Scorer
 
 FAM = zoo.MICRO['families'][0]          # an embedding-route family
 
@@ -75,7 +78,7 @@ def test_bank_target_must_be_the_unedited_target(env):
     stacked = b.apply({('src', task): 1.0}, target=edited, stack=True)
     assert [e['kind'] for e in edit_record(stacked)] == ['bank', 'bank']
     with pytest.raises(EditStackError): OperatorBank.load(env['bank_path'], target=edited)
-    with pytest.raises(EditStackError): env['bank'].scorer(env['evals'], target=edited)
+    with pytest.raises(EditStackError): Scorer(env['bank'], env['evals'], target=edited)
 
 
 def test_bank_refuses_another_model_naming_both_hashes(env):
@@ -143,7 +146,7 @@ def test_saves_refuse_existing_paths(env, tmp_path):
 
 # --- numbers ------------------------------------------------------------------------------------------------------
 def test_scorer_refuses_nan_theta(env):
-    sc = env['bank'].scorer(env['evals'], cache=env['cache'])
+    sc = Scorer(env['bank'], env['evals'], cache=env['cache'])
     nan = torch.full(env['bank'].shape, float('nan'), dtype=torch.float64)
     for bad in (nan, torch.full(env['bank'].shape, float('inf')), torch.zeros(3, 3), torch.zeros(96, 96, dtype=torch.long)):
         with pytest.raises((TypeError, ValueError)): sc.score_theta(bad)

@@ -3,7 +3,7 @@ import csv, json, os
 import nbformat
 import pytest
 from pathlib import Path
-from platonic_ta.report import main
+from platonic_ta.cli import main
 from platonic_ta.sweep import SweepSpec, Sweep, SweepError, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +81,6 @@ def test_ctrl_c_on_a_sweep_prints_one_line(monkeypatch, capsys):
     import platonic_ta.sweep as sweep
     def interrupted(*a, **k): raise KeyboardInterrupt
     monkeypatch.setattr(sweep, 'run_sweep', interrupted)
-    assert sweep.sweep_main(['spec.yaml']) == 130
+    assert main(['sweep', 'spec.yaml']) == 130
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and 'interrupted' in err and 'Traceback' not in err

@@ -32,7 +32,7 @@ def test_captions_use_the_vocabulary_and_prompts_too():
         assert all(set(p.split()) <= vocab for ps in d.prompts() for p in ps)
 
 def test_report_cli_writes_a_page(tmp_path):
-    from platonic_ta.report import main
+    from platonic_ta.cli import main
     from platonic_ta.metrics import record_metrics
     record_metrics({'world.n_tasks': 8}, tmp_path / 'report')
     assert main(['report', '--out', str(tmp_path)]) == 0

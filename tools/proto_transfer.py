@@ -20,6 +20,7 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
 from platonic_ta.factorization import SolveConfig
+from platonic_ta.scoring import Scorer
 
 def grid_with_anchors(task, n, anchors):
     g = make_grid(task, n, seed=0, context=None)
@@ -58,7 +59,7 @@ if __name__ == '__main__':
             g = grid_with_anchors(t, 500, a)
             D = Descriptor.from_encoders(ft, source, g, cache=cache)
             bank = OperatorBank.build(target, {t: g}, {(sf, t): D}, SolveConfig(max_move=None, floor_f=FLOOR, floor_t=FLOOR, center=False), cache=cache)
-            sc = bank.scorer({k: evals[k] for k in [t] + world.list_tasks(controls=True)}, cache=cache)
+            sc = Scorer(bank, {k: evals[k] for k in [t] + world.list_tasks(controls=True)}, cache=cache)
             z = sc.score({(sf, t): 0.0})
             out = []
             for s in (0.5, 1.0):

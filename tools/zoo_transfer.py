@@ -18,6 +18,7 @@ its ridges and budgets, probe and context counts, strengths) is chosen with it: 
 images by the rules the stage notebooks state."""
 import sys, itertools, time, statistics, torch
 from pathlib import Path
+from platonic_ta.scoring import Scorer
 from platonic_ta import world
 from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
@@ -163,7 +164,7 @@ if __name__ == '__main__':
     print(f'banks: {solve}')
     banks = {f: zoo_bank(bases[f], f, grids, replace_context_rows(ZD, grids, a.context_rows, f if a.context_rows == 'target' else None), fams,
                          solve=solve, cache=cache) for f in fams}
-    sc = {f: banks[f].scorer(evals, cache=cache) for f in fams}
+    sc = {f: Scorer(banks[f], evals, cache=cache) for f in fams}
     if not a.skip_finetunes: finetune_rows(Z, fams, sc, bases, evals, ctl, cache)
     pair_rows(Z, sc, ctl)
     for x in a.strengths: single_rows(Z, fams, sc, x)

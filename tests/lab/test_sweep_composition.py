@@ -6,7 +6,7 @@ from platonic_ta.sweep import Sweep, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / 'sweeps' / '04_strength_seed.yaml'
-CLI = 'import sys; from platonic_ta.report import main; sys.exit(main(sys.argv[1:]))'
+CLI = 'import sys; from platonic_ta.cli import main; sys.exit(main(sys.argv[1:]))'
 
 def running_cells(out: Path) -> dict:
     "{sweep cell: the source of the notebook cell papermill last marked running} for the sweep cells without a status."
