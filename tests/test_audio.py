@@ -200,7 +200,7 @@ def test_ship_audio_zoo_refuses_an_incomplete_zoo(tmp_path):
 def test_audio_grids_take_corpus_rows_and_held_out_clips():
     "Context grids with caption-corpus rows, and a held-out split that leaves out every clip a grid holds, on audio tasks."
     from platonic_ta.grids import zoo_grids, CORPUS_SEED
-    from platonic_ta.analysis import heldout_split
+    from platonic_ta.zoo_banks import heldout_split
     tasks = [audio_world.load_task(t, 'train') for t in EDIT[:2]]
     corpus = audio_world.caption_corpus(6, seed=CORPUS_SEED)[0]
     grids = zoo_grids(tasks, 8, 0, 3, corpus=corpus)

@@ -366,8 +366,8 @@ def test_sliders_hold_no_output_widget(tiny):
 
 # --- zoo helpers -------------------------------------------------------------------------------------------------
 from platonic_ta.factorization import floored_ridge_grid, SolveConfig
-from platonic_ta.analysis import (source_key, null_key, zoo_seeds_present, heldout_split, zoo_bank,
-                                  cell_rows, median_retention)
+from platonic_ta.analysis import (cell_rows, median_retention)
+from platonic_ta.zoo_banks import source_key, null_key, zoo_seeds_present, heldout_split, zoo_bank
 from platonic_ta.baselines import weight_space_sum
 
 
@@ -484,7 +484,8 @@ def test_sliders_alpha_per_task(tiny):
 
 
 def test_statistics_and_the_heldout_solve_rule():
-    from platonic_ta.analysis import by_tertile, own_edit_gain, heldout_solve, null_retention
+    from platonic_ta.analysis import own_edit_gain, heldout_solve, null_retention
+    from platonic_ta.stats import by_tertile
     t = by_tertile(list(range(9)), [0, 0, 0, 1, 1, 1, 5, 5, 5], 'x')
     assert [r['median_retention'] for r in t] == [0, 1, 5] and [r['n'] for r in t] == [3, 3, 3]
     assert abs(own_edit_gain([dict(gain_a=0.3, gain_b=0.1, control_gain=-0.3)])['own_gain'] - 20.0) < 1e-9

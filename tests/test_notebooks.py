@@ -90,8 +90,10 @@ NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_
             '02b_cache.ipynb': 'no slow cell: nbdev_test runs every cell',
             '04b_scoring.ipynb': 'no slow cell: nbdev_test runs every cell',
             '04c_widgets.ipynb': 'no slow cell: nbdev_test runs every cell',
-            '04d_analysis.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '04d_zoo_banks.ipynb': 'no slow cell: nbdev_test runs every cell', '04e_analysis.ipynb': 'no slow cell: nbdev_test runs every cell',
             '08a_audio_sounds.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '00f_stats.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '92a_commands.ipynb': "the verbs run end to end in tests/test_cli.py; its slow cell builds an open_clip model",
             '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
 
 def run_stage(nb, params, out: Path) -> Path:

@@ -17,7 +17,7 @@ from platonic_ta.factorization import (fold_operator, edit_record, base_weights_
                                        load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
 from platonic_ta.composition import OperatorBank, TargetMismatchError
 from platonic_ta.factorization import floored_ridge_grid
-from platonic_ta.analysis import source_key, heldout_split
+from platonic_ta.zoo_banks import source_key, heldout_split
 from platonic_ta.baselines import weight_space_sum
 from platonic_ta.scoring import certificate
 from platonic_ta.descriptors import shuffled_descriptor

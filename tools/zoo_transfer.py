@@ -26,8 +26,10 @@ from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors, affinity
 from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
 from platonic_ta.factorization import SolveConfig
-from platonic_ta.analysis import (zoo_bank, pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention, mean_or_nan,
-                                  points, median_of, agreement_rows, cached_accuracy)
+from platonic_ta.analysis import (pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention,
+                                  agreement_rows, cached_accuracy)
+from platonic_ta.zoo_banks import zoo_bank
+from platonic_ta.stats import mean_or_nan, points, median_of
 
 def finetune_rows(Z, fams, sc, bases, evals, ctl, cache):
     "Per family: fine-tune gain per task (points), tasks gaining 10 or more, the controls' mean cost."
