@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy, math
 import torch, torch.nn.functional as F
 from tqdm.auto import tqdm
+from open_clip.loss import SigLipLoss
 from . import world
 from .guards import check_count, check_alloc
 from .families import FinetuneConfig, finetune_recipe, family_spec, create_family_model, check_task_prompts
@@ -35,13 +36,11 @@ def lr_factor(schedule: str, step: int, steps: int, peak: float = 1.0, warmup: f
 
 # %% ../nbs/01g_training.ipynb #2cead349
 def contrastive_loss(zi, zt, logit_scale, logit_bias=None, kind='clip'):
-    "CLIP's symmetric InfoNCE, or SigLIP's pairwise sigmoid loss, on unnormalised embeddings."
+    "CLIP's symmetric InfoNCE, or SigLIP's pairwise sigmoid loss (open_clip's `SigLipLoss`), on unnormalised embeddings."
     zi, zt = F.normalize(zi, dim=-1), F.normalize(zt, dim=-1)
-    logits = logit_scale.exp().clamp(max=100) * zi @ zt.T
-    if kind == 'siglip':
-        logits = logits + logit_bias
-        labels = 2 * torch.eye(len(zi), device=zi.device) - 1
-        return -F.logsigmoid(labels * logits).sum() / len(zi)
+    scale = logit_scale.exp().clamp(max=100)
+    if kind == 'siglip': return SigLipLoss()(zi, zt, scale, logit_bias)
+    logits = scale * zi @ zt.T
     y = torch.arange(len(zi), device=zi.device)
     return (F.cross_entropy(logits, y) + F.cross_entropy(logits.T, y)) / 2
 
@@ -77,6 +76,8 @@ def pretrain(family, steps: int | None = None, corpus_size: int | None = None, s
     losses = contrastive_train(enc, imgs, enc.tokenizer(caps), steps, f.batch, f.lr, seed, f.loss, progress=progress,
                                desc=f'pretrain {f.name}')
     return enc, losses
+
+
 
 # %% ../nbs/01g_training.ipynb #b8259ddb
 DISTILL_SEED = 777   # the caption-corpus sample whose embeddings a fine-tune keeps (never a family's pretraining seed)
