@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
+from fastcore.basics import patch
 
 from . import __version__
 from .grids import Grid, ContextWarning
@@ -76,8 +77,8 @@ def check_coeff(c, key) -> float:
     return check_number(c, f'coefficient of {key!r}', hint='α for addition, −λ for negation')
 
 # %% ../nbs/04_composition.ipynb #4847e958
-class _BankIndex:
-    "The store under `OperatorBank`: operators by key, their grids, inspection, key and coefficient checks."
+class OperatorBank:
+    "Operators `Θ_{(source, task)}` of one target, per grid: signed sums, folding into the target, save and load."
     def __init__(self, target_id: dict, route: str, shape: tuple, dtype=torch.float64, target=None, solve: SolveConfig | None = None):
         if route not in ROUTES: raise ValueError(f"route={route!r}: one of {ROUTES}")
         solve = SolveConfig() if solve is None else solve
@@ -157,284 +158,282 @@ class _BankIndex:
         return list(out.items())
 
 # %% ../nbs/04_composition.ipynb #f6b212f1
-class _BankTargets(_BankIndex):
-    "`OperatorBank`'s target: the model its operators fit, its identity, and the checks of models handed to it."
-    # --- targets and keys ------------------------------------------------------------------------------------
-    @property
-    def target(self):
-        "The unedited target encoder in memory (None after `load` without `target=`); assigning it checks its hash."
-        return self._target
+def _get_target(self: OperatorBank):
+    return self._target
 
-    @target.setter
-    def target(self, enc):
-        if enc is not None: self._check_base(enc, edited_ok=False)
-        self._target = enc
+def _set_target(self: OperatorBank, enc):
+    if enc is not None: self._check_base(enc, edited_ok=False)
+    self._target = enc
 
-    @property
-    def identity(self) -> dict:
-        "What an edit made from this bank records: the target (name, weights hash), the route and the operators' checksum."
-        if self._checksum is None: self._checksum = self._manifest()[0]['checksum']
-        return dict(target=dict(self.target_id), route=self.route, checksum=self._checksum)
+OperatorBank.target = property(_get_target, _set_target, doc="The unedited target encoder in memory (None after `load` "
+                               "without `target=`); assigning it checks its hash.")
 
-    def _check_base(self, enc, edited_ok: bool) -> None:
-        "Refuse a model whose unedited base is not this bank's target (both hashes named), or an edited one."
-        _target_id(enc)
-        base = base_weights_hash(enc)
-        if base != self.target_id['weights_hash']:
-            rec = edit_record(enc)
-            raise TargetMismatchError(
-                f"this bank was built for target {self.target_id['name']!r} (weights hash {self.target_id['weights_hash']}), "
-                f"but {getattr(enc, 'name', '?')!r} comes from base weights {base}"
-                + (f" (it carries {len(rec)} edit(s))" if rec else '') + ": operators only fit the model they were "
-                f"solved for; pass that target, or build a bank for this one with OperatorBank.build(target, grids, descriptors)")
-        if not edited_ok and edit_record(enc):
-            raise EditStackError(f"{getattr(enc, 'name', '?')!r} is an edited copy of this bank's target (it carries "
-                                 f"{len(edit_record(enc))} edit(s)): the bank's target must be the unedited model. To stack "
-                                 f"another edit on it, pass it explicitly: bank.apply(coeffs, target=edited, stack=True)")
+@patch(as_prop=True)
+def identity(self: OperatorBank) -> dict:
+    "What an edit made from this bank records: the target (name, weights hash), the route and the operators' checksum."
+    if self._checksum is None: self._checksum = self._manifest()[0]['checksum']
+    return dict(target=dict(self.target_id), route=self.route, checksum=self._checksum)
 
-    def check_target(self, target) -> None:
-        "Raise `TargetMismatchError` unless `target` (an encoder or a weights hash) is this bank's target."
-        h = target if isinstance(target, str) else _target_id(target)['weights_hash']
-        if h != self.target_id['weights_hash']:
-            name = target if isinstance(target, str) else getattr(target, 'name', '?')
-            raise TargetMismatchError(
-                f"this bank was built for target {self.target_id['name']!r} (weights {self.target_id['weights_hash']}), "
-                f"not for {name!r} (weights {h}): operators only fit the model they were solved for; build a bank for "
-                f"that target with OperatorBank.build(target, grids, descriptors)")
+@patch
+def _check_base(self: OperatorBank, enc, edited_ok: bool) -> None:
+    "Refuse a model whose unedited base is not this bank's target (both hashes named), or an edited one."
+    _target_id(enc)
+    base = base_weights_hash(enc)
+    if base != self.target_id['weights_hash']:
+        rec = edit_record(enc)
+        raise TargetMismatchError(
+            f"this bank was built for target {self.target_id['name']!r} (weights hash {self.target_id['weights_hash']}), "
+            f"but {getattr(enc, 'name', '?')!r} comes from base weights {base}"
+            + (f" (it carries {len(rec)} edit(s))" if rec else '') + ": operators only fit the model they were "
+            f"solved for; pass that target, or build a bank for this one with OperatorBank.build(target, grids, descriptors)")
+    if not edited_ok and edit_record(enc):
+        raise EditStackError(f"{getattr(enc, 'name', '?')!r} is an edited copy of this bank's target (it carries "
+                             f"{len(edit_record(enc))} edit(s)): the bank's target must be the unedited model. To stack "
+                             f"another edit on it, pass it explicitly: bank.apply(coeffs, target=edited, stack=True)")
 
-    def resolve_target(self, target, edited_ok: bool = False):
-        if target is None:
-            if self.target is None:
-                raise BankError(f"this bank has no target in memory: pass target= (the encoder "
-                                f"{self.target_id['name']!r} it was built for), e.g. OperatorBank.load(path, target=enc)")
-            target = self.target
-        self._check_base(target, edited_ok)
-        return target
+@patch
+def check_target(self: OperatorBank, target) -> None:
+    "Raise `TargetMismatchError` unless `target` (an encoder or a weights hash) is this bank's target."
+    h = target if isinstance(target, str) else _target_id(target)['weights_hash']
+    if h != self.target_id['weights_hash']:
+        name = target if isinstance(target, str) else getattr(target, 'name', '?')
+        raise TargetMismatchError(
+            f"this bank was built for target {self.target_id['name']!r} (weights {self.target_id['weights_hash']}), "
+            f"not for {name!r} (weights {h}): operators only fit the model they were solved for; build a bank for "
+            f"that target with OperatorBank.build(target, grids, descriptors)")
+
+@patch
+def resolve_target(self: OperatorBank, target, edited_ok: bool = False):
+    if target is None:
+        if self.target is None:
+            raise BankError(f"this bank has no target in memory: pass target= (the encoder "
+                            f"{self.target_id['name']!r} it was built for), e.g. OperatorBank.load(path, target=enc)")
+        target = self.target
+    self._check_base(target, edited_ok)
+    return target
 
 # %% ../nbs/04_composition.ipynb #75d3ca57
-class _BankEdits(_BankTargets):
-    "`OperatorBank`'s edits: the signed sum of its operators, and that sum folded into the target."
-    # --- composition -----------------------------------------------------------------------------------------
-    def combine(self, coeffs: Mapping, target=None) -> torch.Tensor:
-        "The signed sum `Σ c_k Θ_k` for `{(source, task): c_k}` (α to add, −λ to negate); `{}` gives zeros."
-        if target is not None: self.check_target(target)
-        theta = torch.zeros(self.shape, dtype=self.dtype)
-        for k, c in self.terms(coeffs):
-            if c != 0: theta.add_(self._ops[k], alpha=c)
-        return theta
+@patch
+def combine(self: OperatorBank, coeffs: Mapping, target=None) -> torch.Tensor:
+    "The signed sum `Σ c_k Θ_k` for `{(source, task): c_k}` (α to add, −λ to negate); `{}` gives zeros."
+    if target is not None: self.check_target(target)
+    theta = torch.zeros(self.shape, dtype=self.dtype)
+    for k, c in self.terms(coeffs):
+        if c != 0: theta.add_(self._ops[k], alpha=c)
+    return theta
 
-    @digest_scope()
-    def apply(self, coeffs: Mapping, target=None, stack: bool = False):
-        "The target with `combine(coeffs)` folded once into its last layer (an edited copy; the target is untouched)."
-        target = self.resolve_target(target, edited_ok=True)
-        terms = self.terms(coeffs)
-        coeff_rec = [[s, t, self._key_grid[(s, t)], c] for (s, t), c in terms]
-        edited = fold_operator(target, self.combine(coeffs), stack=stack,
-                               provenance=dict(kind='bank', bank=self.identity, coeffs=coeff_rec))
-        if hasattr(edited, 'name'):
-            edited.name = f"{target.name}+edit[" + ', '.join(f'{c:+.3g}·{s}/{t}' for (s, t), c in terms) + ']'
-        return edited
+@patch
+@digest_scope()
+def apply(self: OperatorBank, coeffs: Mapping, target=None, stack: bool = False):
+    "The target with `combine(coeffs)` folded once into its last layer (an edited copy; the target is untouched)."
+    target = self.resolve_target(target, edited_ok=True)
+    terms = self.terms(coeffs)
+    coeff_rec = [[s, t, self._key_grid[(s, t)], c] for (s, t), c in terms]
+    edited = fold_operator(target, self.combine(coeffs), stack=stack,
+                           provenance=dict(kind='bank', bank=self.identity, coeffs=coeff_rec))
+    if hasattr(edited, 'name'):
+        edited.name = f"{target.name}+edit[" + ', '.join(f'{c:+.3g}·{s}/{t}' for (s, t), c in terms) + ']'
+    return edited
 
 # %% ../nbs/04_composition.ipynb #3e373fa3
-class _BankGrids(_BankEdits):
-    "`OperatorBank`'s grids: which grid each descriptor is on, and each grid's ridges."
-    def _grid_table(self, grids) -> dict:
-        if grids is None: grids = []
-        elif isinstance(grids, Grid): grids = [grids]
-        elif isinstance(grids, Mapping): grids = list(grids.values())
-        grids = list(grids)
-        for g in grids:
-            if not isinstance(g, Grid): raise TypeError(f"grids must be Grid objects (make_grid), got {type(g).__name__}")
-        table = dict(self._grid_objs)
-        table.update({g.grid_hash: g for g in grids})
-        return table
+@patch
+def _grid_table(self: OperatorBank, grids) -> dict:
+    if grids is None: grids = []
+    elif isinstance(grids, Grid): grids = [grids]
+    elif isinstance(grids, Mapping): grids = list(grids.values())
+    grids = list(grids)
+    for g in grids:
+        if not isinstance(g, Grid): raise TypeError(f"grids must be Grid objects (make_grid), got {type(g).__name__}")
+    table = dict(self._grid_objs)
+    table.update({g.grid_hash: g for g in grids})
+    return table
 
-    def _place(self, descriptors: Mapping, table: dict) -> dict:
-        "key -> (grid_hash, U): each descriptor on its grid (by hash for a Descriptor, by task for a tensor)."
-        known = {h: (v['task'], v['N'], v['M']) for h, v in self.grids.items()}
-        known.update({h: (g.task, g.N, g.M) for h, g in table.items()})
-        by_task = {}
-        for h, (task, _, _) in known.items(): by_task.setdefault(task, []).append(h)
-        placed = {}
-        for key, D in descriptors.items():
-            key = _check_key(key)
-            U = descriptor_matrix(D, key)
-            if isinstance(D, Descriptor):
-                h = D.grid_hash
-                if h not in known:
-                    raise GridMismatchError(f"descriptor {key!r} was made on grid {D.task!r} ({h}), which is not among the "
-                                            f"grids given ({few((g.task for g in table.values()), 12)}): pass that grid in grids=")
-            else:
-                cands = by_task.get(key[1], [])
-                if len(cands) != 1:
-                    raise ValueError(f"descriptor {key!r} is a bare tensor, so it is placed on the grid of task "
-                                     f"{key[1]!r}, but {len(cands)} of the grids given have that task "
-                                     f"({few((v[0] for v in known.values()), 12)}): pass a Descriptor (it knows its grid) "
-                                     f"or exactly one grid of task {key[1]!r}")
-                h = cands[0]
-            task, N, M = known[h]
-            if tuple(U.shape) != (N, M):
-                raise ValueError(f"descriptor {key!r} has shape {tuple(U.shape)} but grid {task!r} has {N} probes × {M} "
-                                 f"classes: compute it on that grid")
-            placed[key] = (h, U)
-        return placed
+@patch
+def _place(self: OperatorBank, descriptors: Mapping, table: dict) -> dict:
+    "key -> (grid_hash, U): each descriptor on its grid (by hash for a Descriptor, by task for a tensor)."
+    known = {h: (v['task'], v['N'], v['M']) for h, v in self.grids.items()}
+    known.update({h: (g.task, g.N, g.M) for h, g in table.items()})
+    by_task = {}
+    for h, (task, _, _) in known.items(): by_task.setdefault(task, []).append(h)
+    placed = {}
+    for key, D in descriptors.items():
+        key = _check_key(key)
+        U = descriptor_matrix(D, key)
+        if isinstance(D, Descriptor):
+            h = D.grid_hash
+            if h not in known:
+                raise GridMismatchError(f"descriptor {key!r} was made on grid {D.task!r} ({h}), which is not among the "
+                                        f"grids given ({few((g.task for g in table.values()), 12)}): pass that grid in grids=")
+        else:
+            cands = by_task.get(key[1], [])
+            if len(cands) != 1:
+                raise ValueError(f"descriptor {key!r} is a bare tensor, so it is placed on the grid of task "
+                                 f"{key[1]!r}, but {len(cands)} of the grids given have that task "
+                                 f"({few((v[0] for v in known.values()), 12)}): pass a Descriptor (it knows its grid) "
+                                 f"or exactly one grid of task {key[1]!r}")
+            h = cands[0]
+        task, N, M = known[h]
+        if tuple(U.shape) != (N, M):
+            raise ValueError(f"descriptor {key!r} has shape {tuple(U.shape)} but grid {task!r} has {N} probes × {M} "
+                             f"classes: compute it on that grid")
+        placed[key] = (h, U)
+    return placed
 
-    def _ridges_for(self, h: str, task: str, ridges):
-        if isinstance(ridges, Mapping):
-            if h in ridges: spec = ridges[h]
-            elif task in ridges: spec = ridges[task]
-            else: raise ValueError(f"ridges has no entry for grid {task!r} ({h}): add one (by task or grid hash) or pass 'auto'")
-        else: spec = ridges
-        if isinstance(spec, str):
-            if spec != 'auto': raise ValueError(f"ridges={spec!r}: pass 'auto' or a (ridge_f, ridge_t) pair")
-            return 'auto'
-        try: rf, rt = (float(r) for r in spec)
-        except (TypeError, ValueError):
-            raise ValueError(f"ridges={spec!r}: pass 'auto', a (ridge_f, ridge_t) pair of relative ridges, or a dict "
-                             f"task/grid_hash -> either") from None
-        for r in (rf, rt):
-            if not math.isfinite(r) or r < 0: raise ValueError(f"ridge {r} must be finite and >= 0")
-        return rf, rt
+@patch
+def _ridges_for(self: OperatorBank, h: str, task: str, ridges):
+    if isinstance(ridges, Mapping):
+        if h in ridges: spec = ridges[h]
+        elif task in ridges: spec = ridges[task]
+        else: raise ValueError(f"ridges has no entry for grid {task!r} ({h}): add one (by task or grid hash) or pass 'auto'")
+    else: spec = ridges
+    if isinstance(spec, str):
+        if spec != 'auto': raise ValueError(f"ridges={spec!r}: pass 'auto' or a (ridge_f, ridge_t) pair")
+        return 'auto'
+    try: rf, rt = (float(r) for r in spec)
+    except (TypeError, ValueError):
+        raise ValueError(f"ridges={spec!r}: pass 'auto', a (ridge_f, ridge_t) pair of relative ridges, or a dict "
+                         f"task/grid_hash -> either") from None
+    for r in (rf, rt):
+        if not math.isfinite(r) or r < 0: raise ValueError(f"ridge {r} must be finite and >= 0")
+    return rf, rt
 
 # %% ../nbs/04_composition.ipynb #260c82bd
 _FORMAT = 'platonic_ta.operator_bank'
 
-class _BankDisk(_BankGrids):
-    "`OperatorBank` on disk: a safetensors file of operators beside a JSON manifest."
-    # --- disk --------------------------------------------------------------------------------------------------
-    def manifest(self) -> dict:
-        "The JSON manifest `save` writes: target id and weights hash, route, shape, grids and ridges, keys, checksum."
-        return self._manifest()[0]
+@patch
+def manifest(self: OperatorBank) -> dict:
+    "The JSON manifest `save` writes: target id and weights hash, route, shape, grids and ridges, keys, checksum."
+    return self._manifest()[0]
 
-    def _manifest(self) -> tuple[dict, dict]:
-        keys = self.keys()
-        tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
-        return dict(format=_FORMAT, format_version=1, library_version=__version__, target=self.target_id,
-                    route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
-                    center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
-                    checksum=tensor_checksum(tensors)), tensors
+@patch
+def _manifest(self: OperatorBank) -> tuple[dict, dict]:
+    keys = self.keys()
+    tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
+    return dict(format=_FORMAT, format_version=1, library_version=__version__, target=self.target_id,
+                route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
+                center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
+                checksum=tensor_checksum(tensors)), tensors
 
-    def save(self, path, overwrite: bool = False) -> Path:
-        "Write `path.safetensors` (operators) and `path.json` (manifest), each atomically; returns the JSON path."
-        st, js = pair_paths(path)
-        refuse_existing([st, js], overwrite, 'OperatorBank.save')
-        man, tensors = self._manifest()
-        if not tensors: raise BankError("the bank is empty: add operators before saving it")
-        save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
-                                               'manifest_sha256': json_digest(man)}, overwrite)
-        atomic_write_text(js, json.dumps(man, indent=1), overwrite)
-        return js
+@patch
+def save(self: OperatorBank, path, overwrite: bool = False) -> Path:
+    "Write `path.safetensors` (operators) and `path.json` (manifest), each atomically; returns the JSON path."
+    st, js = pair_paths(path)
+    refuse_existing([st, js], overwrite, 'OperatorBank.save')
+    man, tensors = self._manifest()
+    if not tensors: raise BankError("the bank is empty: add operators before saving it")
+    save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
+                                           'manifest_sha256': json_digest(man)}, overwrite)
+    atomic_write_text(js, json.dumps(man, indent=1), overwrite)
+    return js
 
-    @classmethod
-    @digest_scope()
-    def load(cls, path, target=None) -> 'OperatorBank':
-        "Read a bank written by `save`; with `target=`, check it is the bank's target (weights hash) and keep it."
-        st, js = pair_paths(path)
-        check_kind(st, 'operator bank')
-        fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
-        check_pair(st, js, 'operator bank', 'build one with OperatorBank.build(target, grids, descriptors) and .save(path)',
-                   'rebuild the bank')
-        try: man = json.loads(js.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e: raise BankError(f"{js} is not valid JSON ({e}); {fix}") from e
-        if not isinstance(man, dict) or man.get('format') != _FORMAT:
-            raise BankError(f"{js} is not a platonic_ta operator bank manifest; {fix}")
-        try: tensors, meta = read_safetensors(st)
-        except Exception as e: raise BankError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
-        if meta.get('checksum') != man.get('checksum') or tensor_checksum(tensors) != man.get('checksum'):
-            raise BankError(f"{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}")
-        if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
-            raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
-                            f"by hand); {fix}")
-        try:
-            solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
-                     SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone
-            bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']), solve=solve)
-            bank.grids = {h: dict(v) for h, v in man['grids'].items()}
-            for s, t, h, name in man['keys']:
-                if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
-                th = tensors[name]
-                if tuple(th.shape) != bank.shape: raise ValueError(f"operator {(s, t)} has shape {tuple(th.shape)}")
-                bank._ops[(s, t)], bank._key_grid[(s, t)] = th, h
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise BankError(f"{js} is incomplete or inconsistent ({type(e).__name__}: {e}); {fix}") from e
-        bank._checksum = man['checksum']
-        if target is not None: bank.target = target      # checked: the unedited model the bank was built for
-        return bank
+@patch(cls_method=True)
+@digest_scope()
+def load(cls: OperatorBank, path, target=None) -> 'OperatorBank':
+    "Read a bank written by `save`; with `target=`, check it is the bank's target (weights hash) and keep it."
+    st, js = pair_paths(path)
+    check_kind(st, 'operator bank')
+    fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
+    check_pair(st, js, 'operator bank', 'build one with OperatorBank.build(target, grids, descriptors) and .save(path)',
+               'rebuild the bank')
+    try: man = json.loads(js.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise BankError(f"{js} is not valid JSON ({e}); {fix}") from e
+    if not isinstance(man, dict) or man.get('format') != _FORMAT:
+        raise BankError(f"{js} is not a platonic_ta operator bank manifest; {fix}")
+    try: tensors, meta = read_safetensors(st)
+    except Exception as e: raise BankError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
+    if meta.get('checksum') != man.get('checksum') or tensor_checksum(tensors) != man.get('checksum'):
+        raise BankError(f"{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}")
+    if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
+        raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
+                        f"by hand); {fix}")
+    try:
+        solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
+                 SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone
+        bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']), solve=solve)
+        bank.grids = {h: dict(v) for h, v in man['grids'].items()}
+        for s, t, h, name in man['keys']:
+            if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
+            th = tensors[name]
+            if tuple(th.shape) != bank.shape: raise ValueError(f"operator {(s, t)} has shape {tuple(th.shape)}")
+            bank._ops[(s, t)], bank._key_grid[(s, t)] = th, h
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise BankError(f"{js} is incomplete or inconsistent ({type(e).__name__}: {e}); {fix}") from e
+    bank._checksum = man['checksum']
+    if target is not None: bank.target = target      # checked: the unedited model the bank was built for
+    return bank
 
 # %% ../nbs/04_composition.ipynb #4c8d8ec7
-class OperatorBank(_BankDisk):
-    "Operators `Θ_{(source, task)}` of one target, per grid; signed sums, folding, save/load, fast scoring."
-    # --- construction ---------------------------------------------------------------------------------------
-    @classmethod
-    def for_target(cls, target, route: str = 'auto', dtype=torch.float64, solve: SolveConfig | None = None) -> 'OperatorBank':
-        "An empty bank for `target` (fill it with `add`); `solve`: how its ridges are chosen (default `SolveConfig()`)."
-        route = _resolve_route(target, route)
-        ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
-        shape = (ll.d, ll.k + 1) if route == 'head' else (ll.d, ll.d)
-        return cls(_target_id(target), route, shape, dtype, target, solve=solve)
+@patch(cls_method=True)
+def for_target(cls: OperatorBank, target, route: str = 'auto', dtype=torch.float64, solve: SolveConfig | None = None) -> 'OperatorBank':
+    "An empty bank for `target` (fill it with `add`); `solve`: how its ridges are chosen (default `SolveConfig()`)."
+    route = _resolve_route(target, route)
+    ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
+    shape = (ll.d, ll.k + 1) if route == 'head' else (ll.d, ll.d)
+    return cls(_target_id(target), route, shape, dtype, target, solve=solve)
 
-    @classmethod
-    @digest_scope()
-    def build(cls, target, grids, descriptors: Mapping, solve: SolveConfig | None = None, ridges='auto', route: str = 'auto',
-              cache: EmbeddingCache | None = None, dtype=torch.float64) -> 'OperatorBank':
-        """Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; `solve` chooses each grid's
-        ridges (default `SolveConfig()`), `ridges` gives them instead; see the section text."""
-        bank = cls.for_target(target, route, dtype, solve)
-        bank.add(descriptors, grids=grids, ridges=ridges, cache=cache)
-        return bank
+@patch(cls_method=True)
+@digest_scope()
+def build(cls: OperatorBank, target, grids, descriptors: Mapping, solve: SolveConfig | None = None, ridges='auto', route: str = 'auto',
+          cache: EmbeddingCache | None = None, dtype=torch.float64) -> 'OperatorBank':
+    """Solve every `{(source, task): Descriptor or N×M tensor}` for `target` on `grids`; `solve` chooses each grid's
+    ridges (default `SolveConfig()`), `ridges` gives them instead; see the section text."""
+    bank = cls.for_target(target, route, dtype, solve)
+    bank.add(descriptors, grids=grids, ridges=ridges, cache=cache)
+    return bank
 
-    @digest_scope()
-    def add(self, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None) -> 'OperatorBank':
-        """Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors). `'auto'`
-        ridges are chosen per grid by the bank's `solve` configuration; a pair (or a dict task/grid hash -> pair) gives them."""
-        if not isinstance(descriptors, Mapping) or not descriptors:
-            raise ValueError("descriptors must be a non-empty dict {(source, task): Descriptor or N×M tensor}")
-        table = self._grid_table(grids)
-        placed = self._place(descriptors, table)
-        dup = [k for k in placed if k in self._ops]
-        if dup: raise KeyError(f"keys {few(dup, 12)} are already in the bank: give the new descriptors other source names")
-        for h in dict.fromkeys(h for h, _ in placed.values()):
-            keys = [k for k, (hh, _) in placed.items() if hh == h]
-            gf = self._factors.get(h)
-            if gf is None:
-                if h not in table:
-                    raise BankError(f"grid {self.grids[h]['task']!r} ({h}) has no factors in memory (a loaded bank): pass "
-                                    f"the Grid in grids= (the target must be in memory: bank.target = encoder)")
-                if self.target is None:
-                    raise BankError("this bank has no target in memory (bank.target is None): set bank.target to the "
-                                    f"encoder it was built for ({self.target_id['name']}) before adding descriptors")
-                F, T = _grid_features(self.target, table[h], self.route, cache, self.dtype)
-                gf = GridFactors(F, T, self.center)
-                self._factors[h], self._grid_objs[h] = gf, table[h]
-            U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
-            if h in self.grids and self.grids[h].get('ridge_f') is not None:
-                rf, rt = self.grids[h]['ridge_f'], self.grids[h]['ridge_t']
-                asked = None if isinstance(ridges, str) or (isinstance(ridges, Mapping) and h not in ridges and
-                                                            self.grids[h]['task'] not in ridges) \
-                        else self._ridges_for(h, self.grids[h]['task'], ridges)
-                if asked not in (None, 'auto') and tuple(asked) != (rf, rt):
-                    raise ValueError(f"grid {self.grids[h]['task']!r} already has ridges {(rf, rt)} in this bank, not "
-                                     f"{tuple(asked)}: operators of one grid share their ridges (so sums stay linear); "
-                                     f"drop ridges= or build another bank")
-            else:
-                g = table[h]
-                spec = self._ridges_for(h, g.task, ridges)
-                rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
-                if spec == 'auto':
-                    F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
-                    sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own)
-                    if sel.moved == 'own':
-                        warnings.warn(f"grid {g.task!r} has no context rows: its ridges can only bound how far the edit moves "
-                                      f"the task's own held-out probes, not what it does to other images, so the edit may "
-                                      f"cost other tasks; give the grid unlabeled images of other things (make_grid(..., "
-                                      f"context=...), or platonic-ta bank --context FOLDER)", ContextWarning, stacklevel=3)
-                    self.selections[h] = sel
-                    rf, rt = sel.ridge_f, sel.ridge_t
-                    rec.update(ridges='auto', heldout_error=sel.score, move=sel.move, moved=sel.moved)
-                else: (rf, rt), rec['ridges'] = spec, 'given'
-                self.grids[h] = dict(rec, ridge_f=float(rf), ridge_t=float(rt))
-            thetas = gf.solve(U, rf, rt)
-            for k, th in zip(keys, thetas):
-                self._ops[k], self._key_grid[k] = th.contiguous(), h
-        self._checksum = None
-        return self
+@patch
+@digest_scope()
+def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None) -> 'OperatorBank':
+    """Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors). `'auto'`
+    ridges are chosen per grid by the bank's `solve` configuration; a pair (or a dict task/grid hash -> pair) gives them."""
+    if not isinstance(descriptors, Mapping) or not descriptors:
+        raise ValueError("descriptors must be a non-empty dict {(source, task): Descriptor or N×M tensor}")
+    table = self._grid_table(grids)
+    placed = self._place(descriptors, table)
+    dup = [k for k in placed if k in self._ops]
+    if dup: raise KeyError(f"keys {few(dup, 12)} are already in the bank: give the new descriptors other source names")
+    for h in dict.fromkeys(h for h, _ in placed.values()):
+        keys = [k for k, (hh, _) in placed.items() if hh == h]
+        gf = self._factors.get(h)
+        if gf is None:
+            if h not in table:
+                raise BankError(f"grid {self.grids[h]['task']!r} ({h}) has no factors in memory (a loaded bank): pass "
+                                f"the Grid in grids= (the target must be in memory: bank.target = encoder)")
+            if self.target is None:
+                raise BankError("this bank has no target in memory (bank.target is None): set bank.target to the "
+                                f"encoder it was built for ({self.target_id['name']}) before adding descriptors")
+            F, T = _grid_features(self.target, table[h], self.route, cache, self.dtype)
+            gf = GridFactors(F, T, self.center)
+            self._factors[h], self._grid_objs[h] = gf, table[h]
+        U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
+        if h in self.grids and self.grids[h].get('ridge_f') is not None:
+            rf, rt = self.grids[h]['ridge_f'], self.grids[h]['ridge_t']
+            asked = None if isinstance(ridges, str) or (isinstance(ridges, Mapping) and h not in ridges and
+                                                        self.grids[h]['task'] not in ridges) \
+                    else self._ridges_for(h, self.grids[h]['task'], ridges)
+            if asked not in (None, 'auto') and tuple(asked) != (rf, rt):
+                raise ValueError(f"grid {self.grids[h]['task']!r} already has ridges {(rf, rt)} in this bank, not "
+                                 f"{tuple(asked)}: operators of one grid share their ridges (so sums stay linear); "
+                                 f"drop ridges= or build another bank")
+        else:
+            g = table[h]
+            spec = self._ridges_for(h, g.task, ridges)
+            rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
+            if spec == 'auto':
+                F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
+                sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own)
+                if sel.moved == 'own':
+                    warnings.warn(f"grid {g.task!r} has no context rows: its ridges can only bound how far the edit moves "
+                                  f"the task's own held-out probes, not what it does to other images, so the edit may "
+                                  f"cost other tasks; give the grid unlabeled images of other things (make_grid(..., "
+                                  f"context=...), or platonic-ta bank --context FOLDER)", ContextWarning, stacklevel=3)
+                self.selections[h] = sel
+                rf, rt = sel.ridge_f, sel.ridge_t
+                rec.update(ridges='auto', heldout_error=sel.score, move=sel.move, moved=sel.moved)
+            else: (rf, rt), rec['ridges'] = spec, 'given'
+            self.grids[h] = dict(rec, ridge_f=float(rf), ridge_t=float(rt))
+        thetas = gf.solve(U, rf, rt)
+        for k, th in zip(keys, thetas):
+            self._ops[k], self._key_grid[k] = th.contiguous(), h
+    self._checksum = None
+    return self
