@@ -19,7 +19,7 @@ from .descriptors import Descriptor, affinity, descriptor
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors, lora_targets, LORA_TARGETS
 from .training import SCHEDULES, lr_factor
-from .factorization import check_stack, record_edit
+from .edits import check_stack, record_edit
 from .guards import check_seed, check_alloc, check_kind, refuse_existing, json_digest
 from ._io import pair_paths
 from .analysis import heldout_solve

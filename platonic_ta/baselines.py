@@ -13,14 +13,14 @@ from .qkv import expose_qkv, qv_targets
 from .lora import add_adapter, merge_adapter
 from .adapter import AdapterConfig
 from .training import lr_factor
-from .factorization import solve_operator, check_stack, record_edit
-from .composition import check_coeff
+from .factorization import solve_operator
+from .edits import check_stack, record_edit
 from typing import Sequence
 from .grids import Grid
 from .cache import EmbeddingCache
 from .descriptors import affinity
 from .encoders import prompt_embeddings, class_embeddings
-from .guards import check_number, check_count, check_seed, few
+from .guards import check_number, check_count, check_seed, check_coeff, few
 from .training import finetune_logit_scale
 
 # %% auto #0

@@ -178,7 +178,7 @@ def cmd_bank(a) -> dict:
 
 def cmd_edit(a) -> dict:
     from platonic_ta.composition import OperatorBank
-    from platonic_ta.factorization import save_edited
+    from platonic_ta.edits import save_edited
     out = check_output(a.out, a.overwrite, '.safetensors')
     target = _encoder(a)
     bank = OperatorBank.load(a.bank, target=target)

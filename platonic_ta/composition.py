@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_composition.ipynb #5e155b80
 from __future__ import annotations
-import json, math, warnings
+import json, warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,29 +15,22 @@ from . import __version__
 from .grids import Grid, ContextWarning
 from .cache import EmbeddingCache, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
-from .encoders import digest_scope, prompt_embeddings
+from .encoders import digest_scope
 from ._io import save_safetensors, read_safetensors, atomic_write_text, pair_paths, check_pair
-from .factorization import (GridFactors, SolveConfig, fold_operator, embedding_route_features,
-                                       head_route_features, base_weights_hash, edit_record, EditStackError)
-from .guards import check_number, refuse_existing, check_kind, json_digest, few
+from .factorization import GridFactors, SolveConfig, ROUTES, resolve_route, grid_features, ridge_spec
+from .edits import fold_operator, base_weights_hash, edit_record, EditStackError
+from .guards import check_coeff, refuse_existing, check_kind, json_digest, few
 from .heads import last_layer
 
 # %% auto #0
-__all__ = ['ROUTES', 'BankError', 'TargetMismatchError', 'route_of', 'check_coeff', 'OperatorBank']
+__all__ = ['BankError', 'TargetMismatchError', 'OperatorBank']
 
 # %% ../nbs/04_composition.ipynb #d1b15d0d
-ROUTES = ('embedding', 'head')
-
 class BankError(ValueError):
     "An operator bank was used with another target, a grid it does not hold, or a damaged file."
 
 class TargetMismatchError(BankError):
     "A bank (or its coefficients) belongs to another target than the one given."
-
-def route_of(target) -> str:
-    "`'head'` for a residual-head target (SigLIP-style attention pool), `'embedding'` for every other last layer."
-    ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
-    return 'head' if ll.kind == 'residual_head' else 'embedding'
 
 def _target_id(target) -> dict:
     if not hasattr(target, 'weights_hash'):
@@ -45,36 +38,10 @@ def _target_id(target) -> dict:
                         f"{type(target).__name__}: wrap an open_clip model with platonic_ta.encoders.load_open_clip")
     return dict(name=str(getattr(target, 'name', type(target).__name__)), weights_hash=str(target.weights_hash()))
 
-def _resolve_route(target, route: str) -> str:
-    natural = route_of(target)
-    if route == 'auto': return natural
-    if route not in ROUTES: raise ValueError(f"route={route!r}: pass 'auto', 'embedding' or 'head'")
-    if route != natural:
-        why = ("its last layer is a residual head (z = h + fc2(a)): a d×d embedding-route operator cannot be folded "
-               "into existing weights" if natural == 'head' else
-               "it has no residual head, so there is no fc2 input `a` for the head route")
-        raise ValueError(f"route={route!r} does not fit target {getattr(target, 'name', '')!r}: {why}; pass route='auto'")
-    return route
-
-def _grid_features(target, grid: Grid, route: str, cache: EmbeddingCache | None, dtype):
-    "Route features `F` (N×k) and unit class embeddings `T̂` (M×d) of `target` on `grid`."
-    if route == 'head':
-        a, z = cache.features(target, grid) if cache is not None else target.features(grid.images)
-        F = head_route_features(a.to(dtype), z.to(dtype))
-    else:
-        z = cache.image_embeddings(target, grid) if cache is not None else target.encode_image(grid.images)
-        F = embedding_route_features(z.to(dtype))
-    T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
-    return F, T.to(dtype)
-
 # %% ../nbs/04_composition.ipynb #fa6a9930
 def _check_key(key, what: str = 'bank key') -> tuple:
     if (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) and x for x in key)): return key
     raise TypeError(f"{what} {key!r} must be a (source, task) pair of non-empty strings, e.g. ('vit_w96', 'colours')")
-
-def check_coeff(c, key) -> float:
-    "A coefficient of an edit: a finite number (α to add, −λ to negate); the error names `key`."
-    return check_number(c, f'coefficient of {key!r}', hint='α for addition, −λ for negation')
 
 # %% ../nbs/04_composition.ipynb #4847e958
 class OperatorBank:
@@ -279,24 +246,6 @@ def _place(self: OperatorBank, descriptors: Mapping, table: dict) -> dict:
         placed[key] = (h, U)
     return placed
 
-@patch
-def _ridges_for(self: OperatorBank, h: str, task: str, ridges):
-    if isinstance(ridges, Mapping):
-        if h in ridges: spec = ridges[h]
-        elif task in ridges: spec = ridges[task]
-        else: raise ValueError(f"ridges has no entry for grid {task!r} ({h}): add one (by task or grid hash) or pass 'auto'")
-    else: spec = ridges
-    if isinstance(spec, str):
-        if spec != 'auto': raise ValueError(f"ridges={spec!r}: pass 'auto' or a (ridge_f, ridge_t) pair")
-        return 'auto'
-    try: rf, rt = (float(r) for r in spec)
-    except (TypeError, ValueError):
-        raise ValueError(f"ridges={spec!r}: pass 'auto', a (ridge_f, ridge_t) pair of relative ridges, or a dict "
-                         f"task/grid_hash -> either") from None
-    for r in (rf, rt):
-        if not math.isfinite(r) or r < 0: raise ValueError(f"ridge {r} must be finite and >= 0")
-    return rf, rt
-
 # %% ../nbs/04_composition.ipynb #260c82bd
 _FORMAT = 'platonic_ta.operator_bank'
 
@@ -366,7 +315,7 @@ def load(cls: OperatorBank, path, target=None) -> 'OperatorBank':
 @patch(cls_method=True)
 def for_target(cls: OperatorBank, target, route: str = 'auto', dtype=torch.float64, solve: SolveConfig | None = None) -> 'OperatorBank':
     "An empty bank for `target` (fill it with `add`); `solve`: how its ridges are chosen (default `SolveConfig()`)."
-    route = _resolve_route(target, route)
+    route = resolve_route(target, route)
     ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
     shape = (ll.d, ll.k + 1) if route == 'head' else (ll.d, ll.d)
     return cls(_target_id(target), route, shape, dtype, target, solve=solve)
@@ -402,7 +351,7 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
             if self.target is None:
                 raise BankError("this bank has no target in memory (bank.target is None): set bank.target to the "
                                 f"encoder it was built for ({self.target_id['name']}) before adding descriptors")
-            F, T = _grid_features(self.target, table[h], self.route, cache, self.dtype)
+            F, T = grid_features(self.target, table[h], self.route, cache, self.dtype)
             gf = GridFactors(F, T, self.center)
             self._factors[h], self._grid_objs[h] = gf, table[h]
         U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
@@ -410,14 +359,14 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
             rf, rt = self.grids[h]['ridge_f'], self.grids[h]['ridge_t']
             asked = None if isinstance(ridges, str) or (isinstance(ridges, Mapping) and h not in ridges and
                                                         self.grids[h]['task'] not in ridges) \
-                    else self._ridges_for(h, self.grids[h]['task'], ridges)
+                    else ridge_spec(ridges, h, self.grids[h]['task'])
             if asked not in (None, 'auto') and tuple(asked) != (rf, rt):
                 raise ValueError(f"grid {self.grids[h]['task']!r} already has ridges {(rf, rt)} in this bank, not "
                                  f"{tuple(asked)}: operators of one grid share their ridges (so sums stay linear); "
                                  f"drop ridges= or build another bank")
         else:
             g = table[h]
-            spec = self._ridges_for(h, g.task, ridges)
+            spec = ridge_spec(ridges, h, g.task)
             rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
             if spec == 'auto':
                 F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD

@@ -4,23 +4,19 @@
 
 # %% ../nbs/03_factorization.ipynb #ec2d309c
 from __future__ import annotations
-import copy, dataclasses, hashlib, json, math
+import dataclasses, math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 import numpy as np, torch
-from .heads import last_layer, image_tower, image_features, head_parts
-from .encoders import state_dict_digest, digest_scope
-from .guards import check_number, check_count, check_seed, check_alloc, refuse_existing, check_kind
-from ._io import atomic_write
+from .guards import check_number, check_count, check_seed, check_alloc
+from .heads import last_layer
+from .encoders import prompt_embeddings
 
 # %% auto #0
-__all__ = ['MOVE_BUDGET', 'as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors',
-           'solve_operator', 'embedding_route_features', 'head_route_features', 'RidgeSelection', 'floored_ridge_grid',
-           'select_ridges', 'SolveConfig', 'plot_ridge_sweep', 'EditRecordError', 'EditStackError', 'weights_hash_of',
-           'edit_record', 'base_weights_hash', 'check_stack', 'record_edit', 'fold_operator', 'save_edited',
-           'load_edited', 'fold_rel_err']
+__all__ = ['ROUTES', 'MOVE_BUDGET', 'as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors',
+           'solve_operator', 'embedding_route_features', 'head_route_features', 'route_of', 'resolve_route',
+           'grid_features', 'RidgeSelection', 'floored_ridge_grid', 'select_ridges', 'SolveConfig', 'ridge_spec']
 
 # %% ../nbs/03_factorization.ipynb #d928d701
 def as_tensor(x, name: str) -> torch.Tensor:
@@ -188,6 +184,37 @@ def head_route_features(a, z):
     F = torch.cat([a, torch.ones_like(a[:, :1])], dim=1) / n.to(dtype)[:, None]
     return _out(F, as_np)
 
+# %% ../nbs/03_factorization.ipynb #a4a2723b
+ROUTES = ('embedding', 'head')
+
+def route_of(target) -> str:
+    "`'head'` for a residual-head target (SigLIP-style attention pool), `'embedding'` for every other last layer."
+    ll = target.last_layer() if hasattr(target, 'last_layer') else last_layer(target)
+    return 'head' if ll.kind == 'residual_head' else 'embedding'
+
+def resolve_route(target, route: str) -> str:
+    "The route of `target` ('auto': `route_of`); a route that does not fit its last layer is refused, saying why."
+    natural = route_of(target)
+    if route == 'auto': return natural
+    if route not in ROUTES: raise ValueError(f"route={route!r}: pass 'auto', 'embedding' or 'head'")
+    if route != natural:
+        why = ("its last layer is a residual head (z = h + fc2(a)): a d×d embedding-route operator cannot be folded "
+               "into existing weights" if natural == 'head' else
+               "it has no residual head, so there is no fc2 input `a` for the head route")
+        raise ValueError(f"route={route!r} does not fit target {getattr(target, 'name', '')!r}: {why}; pass route='auto'")
+    return route
+
+def grid_features(target, grid, route: str, cache=None, dtype=torch.float64):
+    "Route features `F` (N×k) and unit class embeddings `T̂` (M×d) of `target` on `grid`."
+    if route == 'head':
+        a, z = cache.features(target, grid) if cache is not None else target.features(grid.images)
+        F = head_route_features(a.to(dtype), z.to(dtype))
+    else:
+        z = cache.image_embeddings(target, grid) if cache is not None else target.encode_image(grid.images)
+        F = embedding_route_features(z.to(dtype))
+    T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
+    return F, T.to(dtype)
+
 # %% ../nbs/03_factorization.ipynb #4d166fb3
 class RidgeSelection(NamedTuple):
     """Chosen relative ridges and the held-out tables over the two grids (`[i, j]` for `grid_f[i]`, `grid_t[j]`):
@@ -338,188 +365,22 @@ class SolveConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in rec.items() if k in names})
 
-# %% ../nbs/03_factorization.ipynb #85ff4a57
-def plot_ridge_sweep(sel: RidgeSelection, ax=None, title: str = 'held-out descriptor error'):
-    "Heat map of `sel.scores` over the two ridge grids, the chosen pair marked; returns the figure."
-    import matplotlib.pyplot as plt
-    fig, ax = (plt.subplots(figsize=(5, 4)) if ax is None else (ax.figure, ax))
-    im = ax.imshow(sel.scores.numpy(), origin='lower', cmap='viridis', aspect='auto')
-    fmt = lambda g: [f'{r:.0e}' for r in g]
-    ax.set_xticks(range(len(sel.grid_t)), fmt(sel.grid_t), rotation=60, fontsize=7)
-    ax.set_yticks(range(len(sel.grid_f)), fmt(sel.grid_f), fontsize=7)
-    ax.set_xlabel('ridge_t (relative)'); ax.set_ylabel('ridge_f (relative)')
-    ax.plot(sel.grid_t.index(sel.ridge_t), sel.grid_f.index(sel.ridge_f), 'r*', ms=12)
-    fig.colorbar(im, ax=ax, label='‖F_ho Θᵀ T̂ᵀ − U_ho‖ / ‖U_ho‖')
-    ax.set_title(title, fontsize=9)
-    return fig
-
-# %% ../nbs/03_factorization.ipynb #b729170a
-class EditRecordError(ValueError):
-    "A model's edit record does not describe its weights, or an edited checkpoint does not fit the model given."
-
-class EditStackError(EditRecordError):
-    "An edit was asked of a model that already carries one, without `stack=True`."
-
-_RECORD = 'pta_edits'     # attribute of the image tower holding the record (deep-copied with the model)
-
-def weights_hash_of(model) -> str:
-    "`model.weights_hash()` for a dual encoder, else the same digest (sha256 of names, shapes, bytes) of its state dict."
-    if hasattr(model, 'weights_hash'): return str(model.weights_hash())
-    m = model if isinstance(model, torch.nn.Module) else getattr(model, 'model', model)
-    if not isinstance(m, torch.nn.Module):
-        raise TypeError(f"cannot hash the weights of a {type(model).__name__}: pass a dual encoder or an nn.Module")
-    return state_dict_digest(m)
-
-def edit_record(model) -> list:
-    "The edits folded into `model`, oldest first (`[]` for an unedited model); copies of the entries."
-    return [dict(e) for e in getattr(image_tower(model), _RECORD, [])]
-
-def base_weights_hash(model) -> str:
-    "Weights hash of the unedited model `model` came from (its own hash when it carries no edit)."
-    rec = edit_record(model)
-    return rec[0]['base_weights_hash'] if rec else weights_hash_of(model)
-
-def _describe(rec: list) -> str:
-    return '; '.join(f"{e.get('kind')}" + (f" of bank {e['bank']['checksum'][:12]}" if isinstance(e.get('bank'), dict) else '')
-                     for e in rec)
-
-def check_stack(model, stack: bool = False) -> list:
-    "`model`'s edit record after checking it matches the weights; `EditStackError` if it has edits and not `stack`."
-    if not isinstance(stack, bool): raise TypeError(f"stack must be True or False, got {stack!r}")
-    rec = edit_record(model)
-    if not rec: return rec
-    now = weights_hash_of(model)
-    if rec[-1].get('weights_hash') != now:
-        raise EditRecordError(f"the model's weights (hash {now}) changed after its last recorded edit (which left "
-                              f"{rec[-1].get('weights_hash')}): its edit record no longer describes it; start again from "
-                              f"the unedited base (weights {rec[0].get('base_weights_hash')})")
-    if not stack:
-        raise EditStackError(f"this model already carries {len(rec)} edit(s) ({_describe(rec)}), from base weights "
-                             f"{rec[0].get('base_weights_hash')}: a second edit would stack on the first. Pass stack=True "
-                             f"to stack on purpose, or edit the unedited base")
-    return rec
-
-def record_edit(edited, before, entry: dict, prior: list | None = None) -> None:
-    "Give `edited` (made from `before`) the record of `before` plus `entry`, with the base and new weights hashes."
-    prior = edit_record(before) if prior is None else prior
-    base = prior[0]['base_weights_hash'] if prior else weights_hash_of(before)
-    entry = json.loads(json.dumps(dict(entry, base_weights_hash=base, weights_hash=weights_hash_of(edited)), default=str))
-    setattr(image_tower(edited), _RECORD, [dict(e) for e in prior] + [entry])
-
-# %% ../nbs/03_factorization.ipynb #e399c1a2
-def _expected_shape(ll):
-    return (ll.d, ll.k + 1) if ll.kind == 'residual_head' else (ll.d, ll.d)
-
-@digest_scope()
-def fold_operator(model, W, strength: float = 1.0, stack: bool = False, provenance: dict | None = None):
-    "Edited deep copy of `model` whose embedding is `(I + strength·W) z` (head route: `z + c(ΔW2 a + Δb2)`); see below."
-    W = as_tensor(W, 'W')
-    c = check_number(strength, 'strength', hint='the edit strength c in (I + cW), e.g. 1.0')
-    prior = check_stack(model, stack)
-    ll = last_layer(model)
-    want = _expected_shape(ll)
-    if tuple(W.shape) != want:
-        if ll.kind == 'residual_head' and tuple(W.shape) == (ll.d, ll.d):
-            raise ValueError(f"{ll.tower} ends in a residual head (z = h + fc2(a)): an embedding-route operator "
-                             f"W ({ll.d}×{ll.d}) cannot be folded into existing weights. Use the head route: "
-                             f"F = head_route_features(a, z) with (h, a, z) = head_parts(model, x), then "
-                             f"solve_operator(F, T, U) gives Θ = [ΔW2, Δb2] of shape {want[0]}×{want[1]}")
-        hint = (" (a head-route Θ? this target takes the embedding route: F = embedding_route_features(z))"
-                if ll.kind != 'residual_head' and W.ndim == 2 and W.shape[0] == ll.d else "")
-        raise ValueError(f"W has shape {tuple(W.shape)}, but the {ll.kind!r} last layer of {ll.tower} ({ll.path}) "
-                         f"needs an operator of shape {want[0]}×{want[1]}{hint}")
-    check_finite(W, 'W')
-    edited = copy.deepcopy(model)
-    ll = last_layer(edited)
-    w = ll.weight
-    W = W.to(device=w.device, dtype=torch.float64)
-    with torch.no_grad():
-        if ll.kind == 'residual_head':
-            dW2, db2 = W[:, :ll.k], W[:, ll.k]
-            w.copy_((w.double() + c * dW2).to(w.dtype))
-            if ll.bias is not None: ll.bias.copy_((ll.bias.double() + c * db2).to(ll.bias.dtype))
-            elif c != 0 and db2.abs().max() > 0:
-                raise ValueError(f"{ll.path} has no bias, so Δb2 cannot be folded: solve without the bias column")
-        else:
-            A = torch.eye(ll.d, dtype=torch.float64, device=w.device) + c * W
-            if ll.kind == 'proj': w.copy_((w.double() @ A.T).to(w.dtype))
-            else:
-                w.copy_((A @ w.double()).to(w.dtype))
-                if ll.bias is not None: ll.bias.copy_((A @ ll.bias.double()).to(ll.bias.dtype))
-    if not torch.isfinite(w).all() or (ll.bias is not None and not torch.isfinite(ll.bias).all()):
-        raise ValueError(f"strength {c:g} overflows {ll.path} ({w.dtype}): the folded weights are not finite; pass a smaller "
-                         f"strength or smaller coefficients (nothing was changed)")
-    op = hashlib.sha256(W.cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-    entry = dict(kind='fold', layer=ll.path, shape=list(want), strength=c, operator_sha256=op)
-    record_edit(edited, model, {**entry, **(provenance or {})}, prior)
-    return edited
-
-# %% ../nbs/03_factorization.ipynb #3c0c1607
-_EDITED = 'platonic_ta.edited_model'
-
-def _torch_model(model) -> torch.nn.Module:
-    m = model if isinstance(model, torch.nn.Module) else getattr(model, 'model', None)
-    if not isinstance(m, torch.nn.Module):
-        raise TypeError(f"expected a dual encoder or an nn.Module, got {type(model).__name__}")
-    return m
-
-@digest_scope()
-def save_edited(model, path, overwrite: bool = False) -> Path:
-    "Write the weights of (edited) `model` with its edit record in the safetensors metadata; returns the path."
-    from safetensors.torch import save_file
-    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
-    refuse_existing([path], overwrite, 'save_edited')
-    rec = check_stack(model, stack=True)
-    meta = dict(format=_EDITED, edits=json.dumps(rec), base_weights_hash=base_weights_hash(model),
-                weights_hash=weights_hash_of(model))
-    sd = {k: v.detach().cpu().contiguous().clone() for k, v in _torch_model(model).state_dict().items()}
-    atomic_write(path, lambda tmp: save_file(sd, tmp, metadata=meta), overwrite)
-    return path
-
-@digest_scope()
-def load_edited(base, path):
-    "A copy of `base` with the weights and the edit record saved by `save_edited` (checked against both hashes)."
-    from safetensors import safe_open
-    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no edited model at {path}: save one with save_edited(model, path)")
-    check_kind(path, 'edited model checkpoint')
-    try:
-        with safe_open(str(path), framework='pt') as f:
-            meta = f.metadata() or {}
-            sd = {k: f.get_tensor(k) for k in f.keys()}
-        rec = json.loads(meta['edits'])
-    except Exception as e:
-        raise EditRecordError(f"{path} cannot be read as an edited model checkpoint ({type(e).__name__}: {e}); save it "
-                              f"again with save_edited") from e
-    if meta.get('format') != _EDITED or not isinstance(rec, list):
-        raise EditRecordError(f"{path} is not an edited model checkpoint (no platonic_ta edit record in its metadata)")
-    have = base_weights_hash(base)
-    if have != meta.get('base_weights_hash'):
-        raise EditRecordError(f"{path} holds an edit of base weights {meta.get('base_weights_hash')}, but the model given "
-                              f"comes from base weights {have}: load it onto the base it was edited from")
-    out = copy.deepcopy(base)
-    try: _torch_model(out).load_state_dict(sd)
-    except RuntimeError as e:
-        raise EditRecordError(f"{path} does not fit this model's architecture ({str(e)[:300]})") from e
-    got = weights_hash_of(out)
-    if got != meta.get('weights_hash'):
-        raise EditRecordError(f"{path} is damaged: its weights hash to {got}, not to the recorded {meta.get('weights_hash')}")
-    setattr(image_tower(out), _RECORD, rec)
-    return out
-
-# %% ../nbs/03_factorization.ipynb #c43217da
-def fold_rel_err(model, x, W, strength: float = 1.0) -> float:
-    "Max row-wise relative error between the folded model's `encode_image(x)` and the edit applied to `z`."
-    strength = check_number(strength, 'strength')
-    ll = last_layer(model)
-    with torch.no_grad():
-        u, z = image_features(model, x)
-        W = as_tensor(W, 'W').to(torch.float64)
-        if ll.kind == 'residual_head': want = z.double() + strength * (u.double() @ W[:, :ll.k].T + W[:, ll.k])
-        else: want = z.double() @ (torch.eye(ll.d, dtype=torch.float64) + strength * W).T
-        got = _model_of(fold_operator(model, W, strength, stack=True)).encode_image(x).double()
-    return ((got - want).norm(dim=-1) / want.norm(dim=-1)).max().item()
-
-def _model_of(obj):
-    "The open_clip model inside a wrapper (`.model`), or the object itself."
-    return obj if hasattr(obj, 'encode_image') or not hasattr(obj, 'model') else obj.model
+# %% ../nbs/03_factorization.ipynb #8cc7dd41
+def ridge_spec(ridges, grid_hash: str, task: str):
+    "The ridges asked of grid `grid_hash` of `task`: 'auto' or a `(ridge_f, ridge_t)` pair, from one spec or a dict by grid hash or task."
+    h = grid_hash
+    if isinstance(ridges, Mapping):
+        if h in ridges: spec = ridges[h]
+        elif task in ridges: spec = ridges[task]
+        else: raise ValueError(f"ridges has no entry for grid {task!r} ({h}): add one (by task or grid hash) or pass 'auto'")
+    else: spec = ridges
+    if isinstance(spec, str):
+        if spec != 'auto': raise ValueError(f"ridges={spec!r}: pass 'auto' or a (ridge_f, ridge_t) pair")
+        return 'auto'
+    try: rf, rt = (float(r) for r in spec)
+    except (TypeError, ValueError):
+        raise ValueError(f"ridges={spec!r}: pass 'auto', a (ridge_f, ridge_t) pair of relative ridges, or a dict "
+                         f"task/grid_hash -> either") from None
+    for r in (rf, rt):
+        if not math.isfinite(r) or r < 0: raise ValueError(f"ridge {r} must be finite and >= 0")
+    return rf, rt

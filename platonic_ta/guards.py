@@ -8,7 +8,7 @@ import json, math, numbers, os
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'AllocationError',
+__all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'check_coeff', 'AllocationError',
            'machine_memory', 'check_alloc', 'refuse_existing', 'file_kind', 'WrongKindError', 'json_digest',
            'wrong_kind', 'check_kind']
 
@@ -63,6 +63,10 @@ def few(items, k: int = 8) -> str:
     "The first `k` of `items` as reprs for an error message, and how many there are in all when that is more."
     items = list(items)
     return ', '.join(map(repr, items[:k])) + (f', … ({len(items)} in all)' if len(items) > k else '')
+
+def check_coeff(c, key) -> float:
+    "A coefficient of an edit: a finite number (α to add, −λ to negate); the error names `key`."
+    return check_number(c, f'coefficient of {key!r}', hint='α for addition, −λ for negation')
 
 # %% ../nbs/01b_guards.ipynb #e54d915d
 class AllocationError(ValueError, MemoryError):

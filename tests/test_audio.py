@@ -9,7 +9,7 @@ from platonic_ta.audio_zoo import (AudioFamilySpec, AudioEncoder, ClapDual, audi
 from platonic_ta.grids import make_grid, union_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
-from platonic_ta.factorization import fold_operator, fold_rel_err
+from platonic_ta.edits import fold_operator, fold_rel_err
 from platonic_ta.composition import OperatorBank
 from platonic_ta.heads import last_layer, image_features
 

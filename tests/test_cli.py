@@ -13,7 +13,7 @@ from platonic_ta.grids import make_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
-from platonic_ta.factorization import load_edited
+from platonic_ta.edits import load_edited
 
 ROOT = __import__('pathlib').Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,8 @@ from platonic_ta.grids import make_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor, GridMismatchError
 from platonic_ta.factorization import GridFactors
-from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError, route_of
+from platonic_ta.composition import OperatorBank, BankError, TargetMismatchError
+from platonic_ta.factorization import route_of
 from platonic_ta.encoders import prompt_embeddings
 from platonic_ta.scoring import Scorer, certificate, certify_edit, certificate_rows
 from platonic_ta.descriptors import consensus_descriptor, shuffled_descriptor

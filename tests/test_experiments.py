@@ -9,7 +9,8 @@ from platonic_ta.grids import make_grid, sub_grid
 from platonic_ta.descriptors import affinity
 from platonic_ta.baselines import weight_space_sum
 from platonic_ta.encoders import prompt_embeddings
-from platonic_ta.factorization import solve_operator, edit_record
+from platonic_ta.factorization import solve_operator
+from platonic_ta.edits import edit_record
 from platonic_ta.adapter import AdapterConfig
 from platonic_ta.baselines import (procrustes, transport_theta, transport_operator, fit_distill, gradient_ascent,
                                    teacher_logits, lora_fit, lora_targetable)

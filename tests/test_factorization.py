@@ -1,8 +1,9 @@
 "Properties of the closed-form transfer (platonic_ta.factorization) and the last-layer handles (platonic_ta.heads)."
 import numpy as np, pytest, torch
 from platonic_ta.heads import TINY_ARCHS, tiny_model, last_layer, image_features, head_parts
-from platonic_ta.factorization import (GridFactors, solve_operator, select_ridges, fold_operator, fold_rel_err,
-                                       embedding_route_features, head_route_features, class_centred)
+from platonic_ta.factorization import (GridFactors, solve_operator, select_ridges, embedding_route_features,
+                                       head_route_features, class_centred)
+from platonic_ta.edits import fold_operator, fold_rel_err
 
 
 def _grid(n=40, k=10, m=7, seed=0, dtype=torch.float64):

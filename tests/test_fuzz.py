@@ -18,8 +18,8 @@ from platonic_ta.guards import check_number, check_count, check_seed
 from platonic_ta.grids import make_grid
 from platonic_ta.cache import EmbeddingCache, CacheCorruptionWarning
 from platonic_ta.descriptors import Descriptor, affinity, descriptor, unit, descriptor_cosine, consistency_matrix
-from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges, fold_operator,
-                                       edit_record, weights_hash_of, load_edited, save_edited)
+from platonic_ta.factorization import (ridge_filter, solve_operator, GridFactors, select_ridges)
+from platonic_ta.edits import fold_operator, edit_record, weights_hash_of, load_edited, save_edited
 from platonic_ta.composition import OperatorBank
 from platonic_ta.scoring import certificate
 from platonic_ta.factorization import floored_ridge_grid

@@ -8,7 +8,8 @@ from platonic_ta.world import TaskData
 from platonic_ta.grids import make_grid
 from platonic_ta.encoders import family_encoder, zero_shot_accuracy, open_clip_encoder, check_device, CheckpointError
 from platonic_ta.composition import OperatorBank
-from platonic_ta.factorization import save_edited, SolveConfig
+from platonic_ta.factorization import SolveConfig
+from platonic_ta.edits import save_edited
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.tasks import read_image, folder_images
@@ -37,7 +38,7 @@ def test_16_bit_png_decodes_to_its_values(tmp_path):
 
 def test_a_flipped_byte_in_an_edited_checkpoint_is_refused(tmp_path):
     base = open_clip_encoder('ViT-S-32-alt', 'random', 32)
-    from platonic_ta.factorization import fold_operator
+    from platonic_ta.edits import fold_operator
     edited = fold_operator(base, 0.01 * torch.eye(base.embed_dim, dtype=torch.float64))
     path = save_edited(edited, tmp_path / 'e.safetensors')
     assert open_clip_encoder('ViT-S-32-alt', str(path), 32).weights_hash() == edited.weights_hash()   # intact: loads

@@ -13,8 +13,8 @@ from platonic_ta.guards import AllocationError, WrongKindError, file_kind
 from platonic_ta.grids import make_grid
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor, zoo_descriptors
-from platonic_ta.factorization import (fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited,
-                                       load_edited, EditStackError, EditRecordError, GridFactors, select_ridges)
+from platonic_ta.factorization import (GridFactors, select_ridges)
+from platonic_ta.edits import fold_operator, edit_record, base_weights_hash, weights_hash_of, save_edited, load_edited, EditStackError, EditRecordError
 from platonic_ta.composition import OperatorBank, TargetMismatchError
 from platonic_ta.factorization import floored_ridge_grid
 from platonic_ta.zoo_banks import source_key, heldout_split

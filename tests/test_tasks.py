@@ -8,7 +8,7 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
 from platonic_ta.composition import OperatorBank
 from platonic_ta.zoo_banks import heldout_split
-from platonic_ta.factorization import save_edited, load_edited
+from platonic_ta.edits import save_edited, load_edited
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.encoders import zero_shot_accuracy
