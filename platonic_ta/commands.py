@@ -44,7 +44,7 @@ def check_output(path, overwrite: bool = False, suffix: str = '') -> Path:
 
 # %% ../nbs/92a_commands.ipynb #b8cbacda
 def _encoder(a, model=None, weights=None):
-    from platonic_ta.encoders import open_clip_encoder
+    from platonic_ta.checkpoints import open_clip_encoder
     t = time.time()
     enc = open_clip_encoder(model or a.model, weights if weights is not None else a.weights, a.image_size, a.init_seed,
                             offline=True if a.offline else None, device=a.device)

@@ -35,7 +35,7 @@ class TargetMismatchError(BankError):
 def _target_id(target) -> dict:
     if not hasattr(target, 'weights_hash'):
         raise TypeError(f"target must be a dual encoder with weights_hash() (platonic_ta.encoders.DualEncoder), got "
-                        f"{type(target).__name__}: wrap an open_clip model with platonic_ta.encoders.load_open_clip")
+                        f"{type(target).__name__}: wrap an open_clip model with platonic_ta.checkpoints.load_open_clip")
     return dict(name=str(getattr(target, 'name', type(target).__name__)), weights_hash=str(target.weights_hash()))
 
 # %% ../nbs/04_composition.ipynb #fa6a9930

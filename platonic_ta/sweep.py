@@ -9,13 +9,14 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .metrics import save_figure
+from .plots import plot_sweep
 from .report import write_report
 from ._io import atomic_write_text, repo_root
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
            'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'make_executor', 'Sweep',
-           'summary_figure', 'write_summary', 'run_sweep']
+           'write_summary', 'run_sweep']
 
 # %% ../nbs/91_sweep.ipynb #c9346e1c
 class SweepError(ValueError):
@@ -333,42 +334,13 @@ def metric_keys(self: Sweep, rows: list) -> list:
     return [k for k in self.spec.metrics if k in recorded]
 
 # %% ../nbs/91_sweep.ipynb #9c4762be
-def summary_figure(sweep: Sweep, rows: list | None = None):
-    "Each metric (`metric_keys`) against the first swept parameter, one line per combination of the other swept ones."
-    from matplotlib.figure import Figure
-    rows = sweep.table() if rows is None else rows
-    keys = sweep.metric_keys(rows)
-    grid = list(sweep.spec.grid)
-    x, others = grid[0], grid[1:]
-    fig = Figure(figsize=(3.6 * max(1, min(3, len(keys))), 2.8 * max(1, math.ceil(len(keys) / 3))))
-    if not keys:
-        ax = fig.add_subplot(); ax.text(0.5, 0.5, 'no metric recorded yet', ha='center', va='center'); ax.axis('off')
-        return fig
-    xs = sweep.spec.grid[x]
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
-    pos = {json.dumps(v, default=str): (v if numeric else i) for i, v in enumerate(xs)}
-    for j, k in enumerate(keys):
-        ax = fig.add_subplot(math.ceil(len(keys) / 3), min(3, len(keys)), j + 1)
-        for combo in itertools.product(*(sweep.spec.grid[o] for o in others)):
-            pts = [(pos[json.dumps(r[x], default=str)], r[k]) for r in rows
-                   if r['status'] == 'done' and k in r and all(r[o] == c for o, c in zip(others, combo))]
-            if not pts: continue
-            pts.sort()
-            ax.plot(*zip(*pts), marker='o', label=', '.join(f'{o}={c}' for o, c in zip(others, combo)) or None)
-        if not numeric: ax.set_xticks(range(len(xs)), [str(v) for v in xs], fontsize=7)
-        ax.set_xlabel(x, fontsize=8); ax.set_title(k, fontsize=8); ax.tick_params(labelsize=7)
-        if others: ax.legend(fontsize=6)
-    fig.suptitle(f'sweep {sweep.spec.name}: {sweep.notebook.name}', fontsize=9)
-    fig.tight_layout()
-    return fig
-
 def write_summary(sweep: Sweep, report_dir=None, rows: list | None = None) -> Path:
     "The summary figure and table as `<report_dir>/sweeps/<name>.{png,md}` (default report folder: `<repo>/_runs/report`)."
     rows = sweep.table() if rows is None else rows
     report_dir = Path(report_dir) if report_dir is not None else repo_root() / '_runs' / 'report'
     sdir = report_dir / 'sweeps'
     _check_writable(sdir)
-    save_figure(summary_figure(sweep, rows), sweep.spec.name, sdir)
+    save_figure(plot_sweep(sweep, rows), sweep.spec.name, sdir)
     keys = sweep.metric_keys(rows)
     cols = ['status', *sweep.spec.grid, *keys]
     fmt = lambda v: f'{v:.4g}' if isinstance(v, float) else str(v)

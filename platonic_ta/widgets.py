@@ -4,6 +4,7 @@
 
 # %% ../nbs/04c_widgets.ipynb #06fe118a
 from __future__ import annotations
+from fastcore.basics import patch
 import statistics, time
 from collections.abc import Mapping
 from typing import Sequence
@@ -13,7 +14,7 @@ from .composition import OperatorBank
 from .scoring import Scorer
 
 # %% auto #0
-__all__ = ['rows_table', 'rows_html', 'bars_html', 'Sliders', 'make_sliders']
+__all__ = ['rows_table', 'rows_html', 'bars_html', 'Sliders', 'bar_chart', 'png_bytes', 'make_sliders']
 
 # %% ../nbs/04c_widgets.ipynb #1f0febc2
 def rows_table(rows: Sequence[Mapping], cols=None, fmt: str = '.3f') -> str:
@@ -51,8 +52,8 @@ def bars_html(bars: Mapping, width: int = 260) -> str:
     return ''.join(out)
 
 # %% ../nbs/04c_widgets.ipynb #216c9ed9
-class _SliderState:
-    "The state and the callback under `Sliders` (no widget): coefficients of a state, and its re-scoring."
+class Sliders:
+    "α/λ sliders over scorers; `update(state)` is the plain callback (see the section text)."
     def __init__(self, scorers: Mapping, sources: Sequence[str], tasks: Sequence[str], negate: Sequence[str] = (),
                  alpha: float | Mapping = 0.5, lam: float = 0.0, chart: str = 'html'):
         if not scorers: raise ValueError("make_sliders needs at least one target scorer")
@@ -110,96 +111,94 @@ class _SliderState:
         return 1e3 * statistics.median(ts)
 
 # %% ../nbs/04c_widgets.ipynb #e3f3ba81
-class _SliderChart(_SliderState):
-    "The matplotlib chart of `Sliders`: drawn once, its bars updated in place."
-    @staticmethod
-    def draw(bars: Mapping, title: str = '', fig=None):
-        "Bar chart of zero-shot vs edited accuracy per task: a matplotlib Figure, made without pyplot."
-        from matplotlib.figure import Figure
-        fig = fig if fig is not None else Figure(figsize=(6, 2.8))
-        fig.clear()
-        ax = fig.add_subplot()
-        x = list(range(len(bars['tasks'])))
-        roles = bars.get('roles', ['control'] * len(x))
-        ax.bar([i - 0.2 for i in x], bars['base'], 0.4, label='zero-shot', color='0.7')
-        ax.bar([i + 0.2 for i in x], bars['edited'], 0.4, label='edited', color=[_ROLE_COLOURS.get(r) for r in roles])
-        ax.set_xticks(x, bars['tasks'], fontsize=8); ax.set_ylim(0, 1); ax.set_ylabel('accuracy')
-        ax.legend(fontsize=7, loc='upper right'); ax.set_title(title, fontsize=9)
-        fig.tight_layout()
-        return fig
+def bar_chart(bars: Mapping, title: str = '', fig=None):
+    "Bar chart of zero-shot vs edited accuracy per task: a matplotlib Figure, made without pyplot."
+    from matplotlib.figure import Figure
+    fig = fig if fig is not None else Figure(figsize=(6, 2.8))
+    fig.clear()
+    ax = fig.add_subplot()
+    x = list(range(len(bars['tasks'])))
+    roles = bars.get('roles', ['control'] * len(x))
+    ax.bar([i - 0.2 for i in x], bars['base'], 0.4, label='zero-shot', color='0.7')
+    ax.bar([i + 0.2 for i in x], bars['edited'], 0.4, label='edited', color=[_ROLE_COLOURS.get(r) for r in roles])
+    ax.set_xticks(x, bars['tasks'], fontsize=8); ax.set_ylim(0, 1); ax.set_ylabel('accuracy')
+    ax.legend(fontsize=7, loc='upper right'); ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
 
-    @staticmethod
-    def png(fig, dpi: int = 80) -> bytes:
-        "The figure rendered as PNG bytes (shown with `IPython.display.Image`, whatever the matplotlib backend)."
-        import io
-        buf = io.BytesIO()
-        fig.savefig(buf, format='png', dpi=dpi)
-        return buf.getvalue()
+def png_bytes(fig, dpi: int = 80) -> bytes:
+    "The figure rendered as PNG bytes (shown with `IPython.display.Image`, whatever the matplotlib backend)."
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format='png', dpi=dpi)
+    return buf.getvalue()
 
-    def _redraw_matplotlib(self, bars, title):
-        "Update the bars of the kept figure in place (rebuild it only when the tasks change)."
-        fig = self._fig
-        if fig is None or self._fig_tasks != list(bars['tasks']):
-            self._fig = fig = self.draw(bars, title)
-            self._fig_tasks = list(bars['tasks'])
-            return fig
-        ax = fig.axes[0]
-        for rect, h, r in zip(ax.containers[1], bars['edited'], bars['roles']):
-            rect.set_height(h); rect.set_color(_ROLE_COLOURS.get(r))
-        ax.set_title(title, fontsize=9)
+@patch
+def _redraw_matplotlib(self: Sliders, bars, title):
+    "Update the bars of the kept figure in place (rebuild it only when the tasks change)."
+    fig = self._fig
+    if fig is None or self._fig_tasks != list(bars['tasks']):
+        self._fig = fig = bar_chart(bars, title)
+        self._fig_tasks = list(bars['tasks'])
         return fig
+    ax = fig.axes[0]
+    for rect, h, r in zip(ax.containers[1], bars['edited'], bars['roles']):
+        rect.set_height(h); rect.set_color(_ROLE_COLOURS.get(r))
+    ax.set_title(title, fontsize=9)
+    return fig
 
 # %% ../nbs/04c_widgets.ipynb #2a56390d
-class Sliders(_SliderChart):
-    "α/λ sliders over scorers; `update(state)` is the plain callback (see the section text)."
-    def build(self):
-        "Build the ipywidgets (once) and return the container."
-        import ipywidgets as W
-        st = self.initial_state()
-        w = dict(target=W.Dropdown(options=list(self.scorers), value=st['target'], description='target'),
-                 source=W.Dropdown(options=self.sources, value=st['source'], description='source'),
-                 alphas={t: W.FloatSlider(value=st['alphas'][t], min=0.0, max=2.0, step=0.05, description=f'α {t}',
-                                          continuous_update=True) for t in self.tasks},
-                 negate=W.Dropdown(options=[('none', None)] + [(t, t) for t in self.negate], value=st['negate'],
-                                   description='negate'),
-                 lam=W.FloatSlider(value=st['lam'], min=0.0, max=4.0, step=0.25, description='λ'),
-                 info=W.HTML(), chart=W.HTML(), image=W.Image(format='png'))
-        self._w = w
-        for c in [w['target'], w['source'], w['negate'], w['lam'], *w['alphas'].values()]:
-            c.observe(lambda change: self.refresh(), names='value')
-        self.widget = W.VBox([W.HBox([w['target'], w['source']]), *w['alphas'].values(),
-                              W.HBox([w['negate'], w['lam']]), w['info'], w['chart'], w['image']])
-        self.refresh()                  # the chart shows the initial state at once, not after the first move
-        return self.widget
+@patch
+def build(self: Sliders):
+    "Build the ipywidgets (once) and return the container."
+    import ipywidgets as W
+    st = self.initial_state()
+    w = dict(target=W.Dropdown(options=list(self.scorers), value=st['target'], description='target'),
+             source=W.Dropdown(options=self.sources, value=st['source'], description='source'),
+             alphas={t: W.FloatSlider(value=st['alphas'][t], min=0.0, max=2.0, step=0.05, description=f'α {t}',
+                                      continuous_update=True) for t in self.tasks},
+             negate=W.Dropdown(options=[('none', None)] + [(t, t) for t in self.negate], value=st['negate'],
+                               description='negate'),
+             lam=W.FloatSlider(value=st['lam'], min=0.0, max=4.0, step=0.25, description='λ'),
+             info=W.HTML(), chart=W.HTML(), image=W.Image(format='png'))
+    self._w = w
+    for c in [w['target'], w['source'], w['negate'], w['lam'], *w['alphas'].values()]:
+        c.observe(lambda change: self.refresh(), names='value')
+    self.widget = W.VBox([W.HBox([w['target'], w['source']]), *w['alphas'].values(),
+                          W.HBox([w['negate'], w['lam']]), w['info'], w['chart'], w['image']])
+    self.refresh()                  # the chart shows the initial state at once, not after the first move
+    return self.widget
 
-    def state(self) -> dict:
-        "The current widget state (the initial state before `build`)."
-        if self._w is None: return self.initial_state()
-        w = self._w
-        return dict(target=w['target'].value, source=w['source'].value,
-                    alphas={t: s.value for t, s in w['alphas'].items()}, negate=w['negate'].value, lam=w['lam'].value)
+@patch
+def state(self: Sliders) -> dict:
+    "The current widget state (the initial state before `build`)."
+    if self._w is None: return self.initial_state()
+    w = self._w
+    return dict(target=w['target'].value, source=w['source'].value,
+                alphas={t: s.value for t, s in w['alphas'].items()}, negate=w['negate'].value, lam=w['lam'].value)
 
-    def refresh(self) -> tuple[list, dict] | None:
-        "Run `update` on the widget state, redraw the chart and the table; returns `update`'s result."
-        if self._w is None: self.build()
-        state = self.state()
-        t0 = time.perf_counter()
-        try: rows, bars = self.update(state)
-        except (KeyError, ValueError) as e:
-            self._w['info'].value = f'<b>cannot score this state:</b> {e}'
-            return None
-        self.last_ms = 1e3 * (time.perf_counter() - t0)
-        title = f"{state['target']} ← {state['source']}"
-        if self.chart == 'html':
-            self._w['chart'].value = bars_html(bars) + rows_html(rows)
-        else:
-            # an Image widget, not an Output widget: capturing display output into a widget can leave a headless
-            # run (papermill) waiting forever for the kernel's idle message
-            self._w['image'].value = self.png(self._redraw_matplotlib(bars, title))
-            self._w['chart'].value = rows_html(rows)
-        self.last_refresh_ms = 1e3 * (time.perf_counter() - t0)
-        self._w['info'].value = (f'{title}: update {self.last_ms:.1f} ms, with redraw {self.last_refresh_ms:.1f} ms')
-        return rows, bars
+@patch
+def refresh(self: Sliders) -> tuple[list, dict] | None:
+    "Run `update` on the widget state, redraw the chart and the table; returns `update`'s result."
+    if self._w is None: self.build()
+    state = self.state()
+    t0 = time.perf_counter()
+    try: rows, bars = self.update(state)
+    except (KeyError, ValueError) as e:
+        self._w['info'].value = f'<b>cannot score this state:</b> {e}'
+        return None
+    self.last_ms = 1e3 * (time.perf_counter() - t0)
+    title = f"{state['target']} ← {state['source']}"
+    if self.chart == 'html':
+        self._w['chart'].value = bars_html(bars) + rows_html(rows)
+    else:
+        # an Image widget, not an Output widget: capturing display output into a widget can leave a headless
+        # run (papermill) waiting forever for the kernel's idle message
+        self._w['image'].value = png_bytes(self._redraw_matplotlib(bars, title))
+        self._w['chart'].value = rows_html(rows)
+    self.last_refresh_ms = 1e3 * (time.perf_counter() - t0)
+    self._w['info'].value = (f'{title}: update {self.last_ms:.1f} ms, with redraw {self.last_refresh_ms:.1f} ms')
+    return rows, bars
 
 def make_sliders(bank: OperatorBank, scorer: Scorer, sources: Sequence[str], tasks: Sequence[str] | None = None,
                  negate: Sequence[str] | None = None, alpha: float | Mapping = 0.5, lam: float = 0.0,

@@ -5,7 +5,7 @@ import open_clip
 from platonic_ta import world
 from platonic_ta.tasks import make_image_folder, register_folder_task
 from platonic_ta.cli import main
-from platonic_ta.encoders import open_clip_encoder
+from platonic_ta.checkpoints import open_clip_encoder
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.encoders import zero_shot_accuracy, digest_scope

@@ -116,8 +116,8 @@ def test_given_ridges_and_add(tiny):
 
 
 def _features(bank, grid, cache):
-    from platonic_ta.composition import _grid_features
-    return _grid_features(bank.target, grid, bank.route, cache, torch.float64)
+    from platonic_ta.factorization import grid_features
+    return grid_features(bank.target, grid, bank.route, cache, torch.float64)
 
 
 def test_save_load(tiny, tmp_path):

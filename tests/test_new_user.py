@@ -6,7 +6,8 @@ import torch
 from platonic_ta import world
 from platonic_ta.world import TaskData
 from platonic_ta.grids import make_grid
-from platonic_ta.encoders import family_encoder, zero_shot_accuracy, open_clip_encoder, check_device, CheckpointError
+from platonic_ta.encoders import family_encoder, zero_shot_accuracy
+from platonic_ta.checkpoints import open_clip_encoder, check_device, CheckpointError
 from platonic_ta.composition import OperatorBank
 from platonic_ta.factorization import SolveConfig
 from platonic_ta.edits import save_edited

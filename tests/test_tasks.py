@@ -12,7 +12,7 @@ from platonic_ta.edits import save_edited, load_edited
 from platonic_ta.families import FinetuneConfig
 from platonic_ta.training import finetune
 from platonic_ta.encoders import zero_shot_accuracy
-from platonic_ta.encoders import open_clip_encoder
+from platonic_ta.checkpoints import open_clip_encoder
 
 
 @pytest.fixture

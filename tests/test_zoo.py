@@ -2,7 +2,7 @@ import json, os, time, warnings
 from pathlib import Path
 import pytest
 import torch
-from platonic_ta import zoo, world, encoders, families, training
+from platonic_ta import zoo, world, encoders, checkpoints, families, training
 from platonic_ta.heads import last_layer
 
 def test_tokenizer_unknown_word_is_a_clear_error():
@@ -86,9 +86,9 @@ def test_lora_touches_only_q_and_v_and_merges_away():
 
 @pytest.mark.parametrize('name', ['ViT-B-32', 'RN50', 'ViT-B-16-SigLIP'])
 def test_real_open_clip_architectures_random_init(name, recwarn):
-    enc = encoders.load_open_clip(name, pretrained=None)
+    enc = checkpoints.load_open_clip(name, pretrained=None)
     if enc.tokenizer is None:   # SigLIP's tokenizer comes from the hub: offline and not cached, it is a warning, not a silent None
-        assert any(issubclass(w.category, encoders.TokenizerMissingWarning) for w in recwarn.list)
+        assert any(issubclass(w.category, checkpoints.TokenizerMissingWarning) for w in recwarn.list)
         with pytest.raises(RuntimeError, match='tokenizer='): enc.encode_text(['a photo'])
     imgs = world.load_task('shapes', 'test', 2).images
     u, z = enc.features(imgs)
@@ -98,28 +98,28 @@ def test_real_open_clip_architectures_random_init(name, recwarn):
 
 def test_real_checkpoint_missing_offline_says_how_to_pass_a_file(tmp_path):
     with pytest.raises(FileNotFoundError, match='local'):
-        encoders.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
-    with pytest.raises(KeyError, match='list_models'): encoders.load_open_clip('ViT-Nope')
-    with pytest.raises(KeyError, match='tags'): encoders.load_open_clip('RN50', pretrained='no-such-tag')
+        checkpoints.load_open_clip('RN50', pretrained=str(tmp_path / 'missing.safetensors'))
+    with pytest.raises(KeyError, match='list_models'): checkpoints.load_open_clip('ViT-Nope')
+    with pytest.raises(KeyError, match='tags'): checkpoints.load_open_clip('RN50', pretrained='no-such-tag')
 
 def test_offline_is_a_switch_read_at_the_call(monkeypatch):
     "Explicit offline= beats HF_HUB_OFFLINE; the variable counts as it is at the call; huggingface_hub's flag follows."
     from huggingface_hub import constants as hc
     seen = []
-    real = encoders.open_clip.create_model
+    real = checkpoints.open_clip.create_model
     def spy(name, pretrained=None, **kw):
         seen.append(hc.HF_HUB_OFFLINE)
         return real(name, pretrained=None, **kw)
-    monkeypatch.setattr(encoders.open_clip, 'create_model', spy)
+    monkeypatch.setattr(checkpoints.open_clip, 'create_model', spy)
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
-    encoders.load_open_clip('RN50', offline=False); encoders.load_open_clip('RN50')
+    checkpoints.load_open_clip('RN50', offline=False); checkpoints.load_open_clip('RN50')
     monkeypatch.delenv('HF_HUB_OFFLINE'); monkeypatch.delenv('TRANSFORMERS_OFFLINE', raising=False)
-    encoders.load_open_clip('RN50'); encoders.load_open_clip('RN50', offline=True)
+    checkpoints.load_open_clip('RN50'); checkpoints.load_open_clip('RN50', offline=True)
     assert seen == [False, True, False, True]
-    monkeypatch.setattr(encoders.open_clip, 'create_model', real)
+    monkeypatch.setattr(checkpoints.open_clip, 'create_model', real)
     t0 = time.time()   # offline and not cached: a clear error at once, no network retries
     with pytest.raises(FileNotFoundError, match='offline=False'):
-        encoders.load_open_clip('RN50', pretrained='openai', offline=True)
+        checkpoints.load_open_clip('RN50', pretrained='openai', offline=True)
     assert time.time() - t0 < 30
 
 def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
@@ -134,7 +134,7 @@ def test_artifact_json_that_is_not_utf8_is_named_as_invalid(tmp_path):
 def small_vit_file(tmp_path_factory):
     "A ViT-S/32 built for 32 px, saved as safetensors: (encoder, path)."
     from safetensors.torch import save_file
-    enc = encoders.load_open_clip('ViT-S-32-alt', image_size=32, init_seed=0)
+    enc = checkpoints.load_open_clip('ViT-S-32-alt', image_size=32, init_seed=0)
     path = tmp_path_factory.mktemp('ckpt') / 'vit_s32_at32.safetensors'
     save_file({k: v.contiguous() for k, v in enc.model.state_dict().items()}, str(path))
     return enc, path
@@ -146,21 +146,21 @@ def test_image_size_builds_the_tower_at_that_size(small_vit_file):
     x = world.load_task('shapes', 'test', 3).images
     assert x.shape[-1] == 32 and enc.preprocess(x).shape[-1] == 32 and enc.encode_image(x).shape == (3, enc.embed_dim)
     assert tuple(enc.model.visual.image_size) == (32, 32)
-    from platonic_ta.encoders import open_clip_encoder            # the command line builds the same model
+    from platonic_ta.checkpoints import open_clip_encoder            # the command line builds the same model
     assert open_clip_encoder('ViT-S-32-alt', 'random', 32, init_seed=0).weights_hash() == enc.weights_hash()
-    with pytest.raises(ValueError, match='its own input size'): encoders.load_open_clip('RN50', pretrained='openai', image_size=32)
+    with pytest.raises(ValueError, match='its own input size'): checkpoints.load_open_clip('RN50', pretrained='openai', image_size=32)
 
 def test_a_checkpoint_of_another_architecture_names_the_keys_not_a_download(small_vit_file, tmp_path):
     enc, path = small_vit_file
-    again = encoders.load_open_clip('ViT-S-32-alt', pretrained=str(path), image_size=32)
+    again = checkpoints.load_open_clip('ViT-S-32-alt', pretrained=str(path), image_size=32)
     assert again.weights_hash() == enc.weights_hash()
-    with pytest.raises(encoders.CheckpointError) as e:                  # another architecture: keys on both sides
-        encoders.load_open_clip('RN50', pretrained=str(path), image_size=32)
+    with pytest.raises(checkpoints.CheckpointError) as e:                  # another architecture: keys on both sides
+        checkpoints.load_open_clip('RN50', pretrained=str(path), image_size=32)
     msg = str(e.value)
     assert all(w in msg for w in ('missing keys', 'transformer.resblocks.', 'unexpected keys', 'visual.class_embedding', 'other shapes'))
     assert 'could not load' not in msg and 'network' not in msg     # not reported as a failed download
-    with pytest.raises(encoders.CheckpointError, match=r'other shapes .*visual\.positional_embedding.*\(2, 384\) in the file'):
-        encoders.load_open_clip('ViT-S-32-alt', pretrained=str(path))          # the same architecture at its own size (224 px)
+    with pytest.raises(checkpoints.CheckpointError, match=r'other shapes .*visual\.positional_embedding.*\(2, 384\) in the file'):
+        checkpoints.load_open_clip('ViT-S-32-alt', pretrained=str(path))          # the same architecture at its own size (224 px)
     (tmp_path / 'bad.safetensors').write_bytes(b'\x00' * 64)
-    with pytest.raises(encoders.CheckpointError, match='corrupt') as e: encoders.load_open_clip('RN50', pretrained=str(tmp_path / 'bad.safetensors'))
+    with pytest.raises(checkpoints.CheckpointError, match='corrupt') as e: checkpoints.load_open_clip('RN50', pretrained=str(tmp_path / 'bad.safetensors'))
     assert 'could not load' not in str(e.value) and 'network' not in str(e.value)
