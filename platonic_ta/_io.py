@@ -4,13 +4,15 @@
 
 # %% ../nbs/00c_io.ipynb #7c7fa428
 from __future__ import annotations
-import hashlib, os, tempfile
+import hashlib, json, os, tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from .guards import json_digest, refuse_existing
 
 # %% auto #0
-__all__ = ['publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair', 'read_safetensors',
-           'file_sha256', 'repo_root', 'cache_root', 'file_lock']
+__all__ = ['PAIR_KEYS', 'publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair',
+           'read_safetensors', 'file_sha256', 'PairError', 'save_pair', 'read_record', 'load_pair', 'repo_root',
+           'cache_root', 'file_lock']
 
 # %% ../nbs/00c_io.ipynb #7018dea7
 def publish(tmp, path, overwrite: bool) -> None:
@@ -85,6 +87,61 @@ def file_sha256(path) -> str:
     with open(path, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
     return h.hexdigest()
+
+# %% ../nbs/00c_io.ipynb #4222cd9b
+class PairError(ValueError):
+    "A saved pair is damaged, edited by hand, half of two saves, or of another kind than asked."
+
+PAIR_KEYS = ('format', 'sha256', 'digest')   # what `save_pair` adds to a record
+
+def save_pair(path, tensors: dict, record: dict, kind: str, overwrite: bool = False) -> Path:
+    "Write `tensors` to `NAME.safetensors` and `record` (with `format`=`kind`, the tensors' `sha256`, its `digest`) to `NAME.json`."
+    st, js = pair_paths(path)
+    refuse_existing([st, js], overwrite, f'saving a {kind}')
+    save_safetensors({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, st, {'format': kind}, overwrite)
+    body = {**{k: v for k, v in record.items() if k not in PAIR_KEYS}, 'format': kind, 'sha256': file_sha256(st)}
+    body = json.loads(json.dumps(body, default=str))
+    atomic_write_text(js, json.dumps(dict(body, digest=json_digest(body)), indent=1, ensure_ascii=False), overwrite)
+    return js
+
+def read_record(js, what: str = 'file', fix: str = 'save it again', error=PairError) -> dict:
+    "The JSON object in the record `js` of a pair, unverified (`load_pair` verifies); `error` if it is not one."
+    try: record = json.loads(Path(js).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise error(f'{js} is not valid JSON ({e}); {fix}') from e
+    if not isinstance(record, dict): raise error(f'{js} holds a JSON {type(record).__name__}, not the record of a {what}; {fix}')
+    return record
+
+def _legacy_ok(record: dict, meta: dict, tensors: dict) -> bool:
+    "A record written before `save_pair`: its tensor file's header keeps its digest, and it keeps the tensors' checksum."
+    h = hashlib.sha256()
+    for k in sorted(tensors):
+        t = tensors[k]
+        h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
+    return meta.get('manifest_sha256') == json_digest(record) and h.hexdigest() in (record.get('checksum'), record.get('u_checksum'))
+
+def load_pair(path, kind, what: str = 'file', make: str = 'save one first', error=PairError,
+              unlabelled_ok: bool = False) -> tuple[dict, dict]:
+    """`(tensors, record)` of a pair `save_pair` wrote, every check passed; `kind` a format or a tuple of them. Errors
+    are `error`s (`FileNotFoundError` for a missing file) that name the file and say to `make` it again."""
+    st, js = pair_paths(path)
+    check_pair(st, js, what, make, make)
+    fix = f'delete {st.name} and {js.name}, and {make}'
+    record = read_record(js, what, fix, error)
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    fmt = record.get('format')
+    if fmt not in kinds and not (fmt is None and unlabelled_ok):
+        raise error(f'{js} is a {fmt!r} record, not a {what} ({" or ".join(kinds)})')
+    try: tensors, meta = read_safetensors(st)
+    except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
+    if 'digest' not in record and 'sha256' not in record:
+        if _legacy_ok(record, meta, tensors): return tensors, record
+        raise error(f'{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}')
+    body = {k: v for k, v in record.items() if k != 'digest'}
+    if 'digest' in record and json_digest(body) != record['digest']:
+        raise error(f'{js} does not match its own digest: it was damaged or edited by hand; {fix}')
+    if record.get('sha256') != file_sha256(st):
+        raise error(f'{st} does not match the sha256 in {js.name} (truncated, damaged, or from another save); {fix}')
+    return tensors, record
 
 # %% ../nbs/00c_io.ipynb #a1242e53
 def repo_root(start: Path | None = None) -> Path:

@@ -17,16 +17,17 @@ from .cache import EmbeddingCache
 from .encoders import prompt_embeddings
 from .descriptors import Descriptor, affinity, descriptor
 from .qkv import expose_qkv, fold_qkv, qv_targets
-from .lora import add_adapter, merge_adapter, adapter_tensors, lora_targets, LORA_TARGETS
+from .lora import add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors, lora_targets, LORA_TARGETS
 from .training import SCHEDULES, lr_factor
 from .edits import check_stack, record_edit
 from .guards import check_seed, check_alloc, check_kind, refuse_existing, json_digest
-from ._io import pair_paths
+from . import __version__
+from ._io import pair_paths, save_pair, load_pair
 from .analysis import heldout_solve
 
 # %% auto #0
-__all__ = ['FITS', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side', 'adapter_gaps',
-           'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
+__all__ = ['FITS', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side',
+           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -117,6 +118,8 @@ def _model_place(model: nn.Module):
     return p.device, p.dtype
 
 # %% ../nbs/05_adapter.ipynb #e86f4004
+ADAPTER_FORMAT = 'platonic_ta.adapter'
+
 @dataclass(eq=False)
 class AdapterFit:
     "One fitted edit: the edited encoder (LoRA merged), the loss curve, the LoRA factors and the record."
@@ -131,11 +134,9 @@ class AdapterFit:
     def seconds(self) -> float: return self.meta['seconds']
 
     def save(self, path, overwrite: bool = False) -> Path:
-        "Write `path.safetensors` (LoRA factors) and `path.json` (record with sha256), each atomically; never over existing files unless `overwrite`."
-        from platonic_ta.zoo import save_artifact
-        refuse_existing(pair_paths(path), overwrite, 'AdapterFit.save')
-        save_artifact(Path(path), self.tensors, dict(self.meta, record_sha256=json_digest(self.meta)))
-        return pair_paths(path)[1]
+        "Write `path.safetensors` (LoRA factors) and `path.json` (the record) as one saved pair; never over existing files unless `overwrite`."
+        return save_pair(path, self.tensors, dict(self.meta, library_version=__version__, torch_version=torch.__version__),
+                         ADAPTER_FORMAT, overwrite)
 
     def __repr__(self):
         return (f"AdapterFit({self.encoder.name!r}, steps={len(self.losses)}, loss {self.loss_start:.3g} -> "
@@ -258,19 +259,12 @@ def _peft_version() -> str:
     return peft.__version__
 
 # %% ../nbs/05_adapter.ipynb #bc054215
-_ARTIFACT_KEYS = ('record_sha256', 'sha256', 'digest', 'library_version', 'torch_version', 'open_clip_version')   # added on save
-
 def load_adapter(target, path, check_target: bool = True, name: str | None = None, stack: bool = False):
     "The target with a saved adapter (`AdapterFit.save`) applied and merged; the file's sha256 and its target are checked."
-    from platonic_ta.zoo import load_artifact
-    from peft import set_peft_model_state_dict
     check_kind(path, 'adapter')
     prior = check_stack(target, stack)
-    tensors, meta = load_artifact(Path(path))
-    own = {k: v for k, v in meta.items() if k not in _ARTIFACT_KEYS}
-    if 'record_sha256' in meta and meta['record_sha256'] != json_digest(own):
-        raise ValueError(f"{pair_paths(path)[1]} does not match its own digest (damaged, or edited by hand): "
-                         f"save the adapter again (AdapterFit.save) or refit it")
+    tensors, meta = load_pair(path, ADAPTER_FORMAT, 'adapter', 'fit it again (fit_adapter) and save it (AdapterFit.save)',
+                              unlabelled_ok=True)     # adapters saved before the format field have none
     if meta.get('kind') != 'adapter':
         raise ValueError(f"{path} is a {meta.get('kind')!r} file, not an adapter saved by AdapterFit.save")
     if check_target and meta['target_weights_hash'] != target.weights_hash():
@@ -279,14 +273,8 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
     cfg = AdapterConfig(**meta['config'])
     enc = copy.deepcopy(target)
     enc.model.eval()
-    expose_qkv(image_tower(enc.model))
-    pm = add_adapter(enc.model, cfg.rank, cfg.alpha, cfg.seed, cfg.targets)
-    want = set(adapter_tensors(pm))
-    if want != set(tensors):
-        raise ValueError(f"{path} does not fit this tower: missing {sorted(want - set(tensors))[:3]}, unexpected "
-                         f"{sorted(set(tensors) - want)[:3]}; refit the adapter for this target")
-    set_peft_model_state_dict(pm, {k: v.to(next(pm.parameters()).device) for k, v in tensors.items()})
-    enc.model = merge_adapter(pm).eval()
+    try: enc.model = load_adapter_tensors(enc.model, tensors, cfg.rank, cfg.alpha, cfg.seed, cfg.targets).eval()
+    except ValueError as e: raise ValueError(f"{path}: {e}; refit the adapter for this target") from e
     enc.name = name or f'{target.name}+adapter'
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
     record_edit(enc, target, dict(kind='adapter', config=meta['config'], terms=meta.get('terms'), file=str(path)), prior)

@@ -10,10 +10,11 @@ import torch, torch.nn as nn
 import open_clip
 from .guards import check_count, check_seed
 from .encoders import DualEncoder
+from ._io import read_record, read_safetensors, PairError
 
 # %% auto #0
 __all__ = ['CHECKPOINT_EXTS', 'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError', 'read_state_dict',
-           'check_state_dict', 'load_open_clip', 'checkpoint_metadata', 'check_recorded_hash', 'check_device',
+           'check_state_dict', 'load_open_clip', 'recorded_weights_hash', 'check_recorded_hash', 'check_device',
            'open_clip_encoder']
 
 # %% ../nbs/01h_checkpoints.ipynb #97f7e81b
@@ -45,9 +46,7 @@ def read_state_dict(path) -> dict:
     "An open_clip state dict from a file: safetensors, or `torch.load(weights_only=True)`; a pickled model is refused."
     path = Path(path)
     try:
-        if path.suffix == '.safetensors':
-            from safetensors.torch import load_file
-            return load_file(str(path))
+        if path.suffix == '.safetensors': return read_safetensors(path)[0]
         sd = torch.load(str(path), map_location='cpu', weights_only=True)   # never unpickles code
     except Exception as e:
         if type(e).__name__ == 'UnpicklingError':
@@ -144,18 +143,23 @@ def load_open_clip(name: str, pretrained: str | None = None, tokenizer=None, ima
     if looks_like_file: check_recorded_hash(enc, pretrained)
     return enc
 
-def checkpoint_metadata(path) -> dict:
-    "The metadata of a `.safetensors` file's header ({} for other files)."
-    if Path(path).suffix != '.safetensors': return {}
-    from safetensors import safe_open
-    try:
-        with safe_open(str(path), framework='pt') as f: return dict(f.metadata() or {})
+def recorded_weights_hash(path) -> str | None:
+    """The weights hash a checkpoint file records (`save_edited`: in the record beside it, or in the header of one
+    saved before the pair), None when it records none."""
+    p = Path(path)
+    if p.suffix != '.safetensors': return None
+    js = p.with_suffix('.json')
+    if js.exists():
+        try: rec = read_record(js, 'checkpoint record')
+        except PairError as e: raise CheckpointError(f'{e}; save it again') from e
+        if rec.get('format', '').startswith('platonic_ta.'): return rec.get('weights_hash')
+    try: return read_safetensors(p)[1].get('weights_hash')
     except Exception as e:
         raise CheckpointError(f'{path} is not a readable safetensors file ({type(e).__name__}: {str(e)[:200]}); save or download it again') from e
 
 def check_recorded_hash(enc: DualEncoder, path) -> None:
     "A checkpoint that records its weights hash (`save_edited` writes one) must load to those weights, or it is damaged."
-    want = checkpoint_metadata(path).get('weights_hash')
+    want = recorded_weights_hash(path)
     if want is None: return
     got = enc.weights_hash()
     if got != want:

@@ -33,13 +33,15 @@ def resolve_task(task: str | None, data: str | None, image_size: int | None = No
     return task
 
 def check_output(path, overwrite: bool = False, suffix: str = '') -> Path:
-    "An output path that can be written: its folder exists and is writable, and it is new unless `overwrite`."
+    "An output path that can be written: its folder exists and is writable, and it (and its pair) is new unless `overwrite`."
     p = Path(path)
     if suffix and p.suffix != suffix: p = p.with_name(p.name + suffix) if p.suffix not in ('.json', '.safetensors') else p.with_suffix(suffix)
     parent = p.parent if str(p.parent) else Path('.')
     if not parent.is_dir(): raise CLIError(f'cannot write {p}: folder {parent} does not exist (create it first)')
     if not os.access(parent, os.W_OK): raise CLIError(f'cannot write {p}: folder {parent} is not writable')
-    if p.exists() and not overwrite: raise CLIError(f'{p} exists: pass --overwrite to replace it, or another --out')
+    there = [q for q in ([p, p.with_suffix('.json' if p.suffix == '.safetensors' else '.safetensors')]
+                         if p.suffix in ('.json', '.safetensors') else [p]) if q.exists()]
+    if there and not overwrite: raise CLIError(f'{there[0]} exists: pass --overwrite to replace it, or another --out')
     return p
 
 # %% ../nbs/92a_commands.ipynb #b8cbacda
@@ -53,10 +55,10 @@ def _encoder(a, model=None, weights=None):
     return enc
 
 def _save_state_dict(model, path: Path, meta: dict, overwrite: bool):
-    from safetensors.torch import save_file
-    from platonic_ta._io import atomic_write
+    "`model`'s open_clip state dict as a saved pair: `path` (what `--weights` and open_clip load) and its record beside it."
+    from platonic_ta._io import save_pair
     sd = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
-    atomic_write(path, lambda tmp: save_file(sd, tmp, metadata={k: json.dumps(v, default=str) for k, v in meta.items()}), overwrite)
+    save_pair(path, sd, meta, 'platonic_ta.finetuned_model', overwrite)
 
 def _is_world_task(task: str) -> bool:
     from platonic_ta.grids import world_of

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_composition.ipynb #5e155b80
 from __future__ import annotations
-import json, warnings
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,10 +16,10 @@ from .grids import Grid, ContextWarning
 from .cache import EmbeddingCache, tensor_checksum
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope
-from ._io import save_safetensors, read_safetensors, atomic_write_text, pair_paths, check_pair
+from ._io import save_pair, load_pair, pair_paths
 from .factorization import GridFactors, SolveConfig, ROUTES, resolve_route, grid_features, ridge_spec
 from .edits import fold_operator, base_weights_hash, edit_record, EditStackError
-from .guards import check_coeff, refuse_existing, check_kind, json_digest, few
+from .guards import check_coeff, check_kind, few
 from .heads import last_layer
 
 # %% auto #0
@@ -258,22 +258,17 @@ def manifest(self: OperatorBank) -> dict:
 def _manifest(self: OperatorBank) -> tuple[dict, dict]:
     keys = self.keys()
     tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
-    return dict(format=_FORMAT, format_version=1, library_version=__version__, target=self.target_id,
+    return dict(format=_FORMAT, format_version=2, library_version=__version__, target=self.target_id,
                 route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
                 center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
                 checksum=tensor_checksum(tensors)), tensors
 
 @patch
 def save(self: OperatorBank, path, overwrite: bool = False) -> Path:
-    "Write `path.safetensors` (operators) and `path.json` (manifest), each atomically; returns the JSON path."
-    st, js = pair_paths(path)
-    refuse_existing([st, js], overwrite, 'OperatorBank.save')
+    "Write `path.safetensors` (operators) and `path.json` (manifest) as one saved pair (`save_pair`); returns the JSON path."
     man, tensors = self._manifest()
     if not tensors: raise BankError("the bank is empty: add operators before saving it")
-    save_safetensors(tensors, st, {'format': _FORMAT, 'checksum': man['checksum'],
-                                           'manifest_sha256': json_digest(man)}, overwrite)
-    atomic_write_text(js, json.dumps(man, indent=1), overwrite)
-    return js
+    return save_pair(path, tensors, man, _FORMAT, overwrite)
 
 @patch(cls_method=True)
 @digest_scope()
@@ -282,19 +277,8 @@ def load(cls: OperatorBank, path, target=None) -> 'OperatorBank':
     st, js = pair_paths(path)
     check_kind(st, 'operator bank')
     fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
-    check_pair(st, js, 'operator bank', 'build one with OperatorBank.build(target, grids, descriptors) and .save(path)',
-               'rebuild the bank')
-    try: man = json.loads(js.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise BankError(f"{js} is not valid JSON ({e}); {fix}") from e
-    if not isinstance(man, dict) or man.get('format') != _FORMAT:
-        raise BankError(f"{js} is not a platonic_ta operator bank manifest; {fix}")
-    try: tensors, meta = read_safetensors(st)
-    except Exception as e: raise BankError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
-    if meta.get('checksum') != man.get('checksum') or tensor_checksum(tensors) != man.get('checksum'):
-        raise BankError(f"{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}")
-    if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
-        raise BankError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or edited "
-                        f"by hand); {fix}")
+    tensors, man = load_pair(path, _FORMAT, 'operator bank', 'build one with OperatorBank.build(target, grids, '
+                             'descriptors) and .save(path)', BankError)
     try:
         solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
                  SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone

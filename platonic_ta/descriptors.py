@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_descriptors.ipynb #ed6ec47a
 from __future__ import annotations
-import json, math, warnings
+import math, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -15,10 +15,10 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .encoders import digest_scope
-from ._io import atomic_write_text, save_safetensors, read_safetensors, pair_paths, check_pair, cache_root
-from .guards import check_seed, check_kind, refuse_existing, json_digest, few
+from ._io import save_pair, load_pair, pair_paths, cache_root
+from .guards import check_seed, check_kind, few
 from .grids import Grid, grid_hash_of, grid_positions
-from .cache import EmbeddingCache, CacheCorruptionWarning, tensor_checksum
+from .cache import EmbeddingCache, CacheCorruptionWarning
 
 # %% auto #0
 __all__ = ['affinity', 'descriptor', 'GridMismatchError', 'DescriptorFileError', 'Descriptor', 'unit', 'descriptor_cosine',
@@ -115,10 +115,10 @@ class Descriptor:
                                dict(model=str(base.name), weights_hash=str(base.weights_hash())))
 
     def manifest(self) -> dict:
-        return dict(format=_FORMAT, format_version=1, library_version=self.version, task=self.task,
+        return dict(format=_FORMAT, format_version=2, library_version=self.version, task=self.task,
                     grid_hash=self.grid_hash, shape=list(self.shape), dtype=str(self.U.dtype).replace('torch.', ''),
-                    u_checksum=tensor_checksum({'U': self.U.detach().cpu()}), source=self.source, base=self.base,
-                    probe_hashes=self.probe_hashes, prompts=self.prompts, classnames=self.classnames)
+                    source=self.source, base=self.base, probe_hashes=self.probe_hashes, prompts=self.prompts,
+                    classnames=self.classnames)
 
     def __repr__(self):
         return (f"Descriptor(task={self.task!r}, shape={self.shape}, dtype={self.U.dtype}, grid_hash={self.grid_hash!r}, "
@@ -127,14 +127,8 @@ class Descriptor:
 # %% ../nbs/02_descriptors.ipynb #801a1712
 @patch
 def save(self: Descriptor, path, overwrite: bool = False) -> Path:
-    "Write `path.safetensors` (the matrix) and `path.json` (the manifest), each atomically; returns the JSON path."
-    st, js = pair_paths(path)
-    refuse_existing([st, js], overwrite, 'Descriptor.save')
-    man = self.manifest()       # its digest goes into the other file: damage to either is caught on load
-    save_safetensors({'U': self.U.detach().cpu()}, st, {'format': _FORMAT, 'grid_hash': self.grid_hash,
-                                                                'manifest_sha256': json_digest(man)}, overwrite)
-    atomic_write_text(js, json.dumps(man, ensure_ascii=False, indent=1), overwrite)
-    return js
+    "Write `path.safetensors` (the matrix) and `path.json` (the manifest) as one saved pair (`save_pair`); returns the JSON path."
+    return save_pair(path, {'U': self.U}, self.manifest(), _FORMAT, overwrite)
 
 # %% ../nbs/02_descriptors.ipynb #e5ae7357
 @patch(cls_method=True)
@@ -142,28 +136,12 @@ def load(cls: Descriptor, path) -> 'Descriptor':
     "Read a descriptor written by `save`; clear errors for missing, mismatched or damaged files."
     st, js = pair_paths(path)
     check_kind(st, 'descriptor')
-    check_pair(st, js, 'descriptor', 'compute it with Descriptor.from_encoders(ft, base, grid) and .save(path)',
-               'recompute the descriptor')
+    make = 'compute it with Descriptor.from_encoders(ft, base, grid) and .save(path)'
     fix = f"delete {st.name} and {js.name} and recompute the descriptor"
-    try: man = json.loads(js.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DescriptorFileError(f"{js} is not valid JSON ({e}); {fix}") from e
-    if not isinstance(man, dict) or man.get('format') != _FORMAT:
-        raise DescriptorFileError(f"{js} is not a platonic_ta descriptor manifest; {fix}")
-    try: tensors, meta = read_safetensors(st)
-    except Exception as e:
-        raise DescriptorFileError(f"{st} cannot be read ({type(e).__name__}: {e}); {fix}") from e
-    if 'U' not in tensors: raise DescriptorFileError(f"{st} holds no matrix 'U'; {fix}")
-    U = tensors['U']
-    if meta.get('grid_hash') != man.get('grid_hash'):
-        raise DescriptorFileError(f"{st.name} and {js.name} belong to different descriptors (grid hashes "
-                                  f"{meta.get('grid_hash')} and {man.get('grid_hash')}); {fix}")
-    if 'manifest_sha256' in meta and meta['manifest_sha256'] != json_digest(man):
-        raise DescriptorFileError(f"{js.name} does not match the manifest digest recorded in {st.name} (damaged, or "
-                                  f"edited by hand); {fix}")
-    if list(U.shape) != man.get('shape') or tensor_checksum({'U': U}) != man.get('u_checksum'):
-        raise DescriptorFileError(f"{st} does not hold the matrix its manifest describes (shape {list(U.shape)} vs "
-                                  f"{man.get('shape')}, or a checksum mismatch); {fix}")
+    tensors, man = load_pair(path, _FORMAT, 'descriptor', make, DescriptorFileError)
+    U = tensors.get('U')
+    if U is None or list(U.shape) != man.get('shape'):
+        raise DescriptorFileError(f"{st} does not hold the matrix its manifest describes (shape {man.get('shape')}); {fix}")
     try:
         d = cls(U, man['task'], man['probe_hashes'], man['prompts'], man['classnames'], man['source'], man['base'],
                 man['library_version'])

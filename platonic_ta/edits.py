@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 from .heads import last_layer, image_tower, image_features
 from .encoders import state_dict_digest, digest_scope
-from .guards import check_number, refuse_existing, check_kind
-from ._io import atomic_write
+from .guards import check_number, check_kind
+from ._io import save_pair, load_pair, read_safetensors, pair_paths
 from .factorization import as_tensor, check_finite
 
 # %% auto #0
@@ -129,34 +129,35 @@ def _torch_model(model) -> torch.nn.Module:
 
 @digest_scope()
 def save_edited(model, path, overwrite: bool = False) -> Path:
-    "Write the weights of (edited) `model` with its edit record in the safetensors metadata; returns the path."
-    from safetensors.torch import save_file
-    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
-    refuse_existing([path], overwrite, 'save_edited')
+    """The weights of (edited) `model` as one saved pair: `NAME.safetensors`, an open_clip state dict that open_clip
+    loads as it is, and `NAME.json`, its edit record and both weights hashes; returns the `.safetensors` path."""
     rec = check_stack(model, stack=True)
-    meta = dict(format=_EDITED, edits=json.dumps(rec), base_weights_hash=base_weights_hash(model),
-                weights_hash=weights_hash_of(model))
     sd = {k: v.detach().cpu().contiguous().clone() for k, v in _torch_model(model).state_dict().items()}
-    atomic_write(path, lambda tmp: save_file(sd, tmp, metadata=meta), overwrite)
-    return path
+    save_pair(path, sd, dict(edits=rec, base_weights_hash=base_weights_hash(model), weights_hash=weights_hash_of(model)),
+              _EDITED, overwrite)
+    return pair_paths(path)[0]
+
+def _read_edited(path) -> tuple:
+    "(state dict, record) of an edited checkpoint: a saved pair, or one `.safetensors` keeping its record in its header."
+    st, js = pair_paths(path)
+    if js.exists() or not st.exists():
+        sd, meta = load_pair(path, _EDITED, 'edited model', 'save it with save_edited(model, path)', EditRecordError)
+        return sd, meta
+    try: sd, meta = read_safetensors(st)         # a checkpoint saved before the pair: its record in the header
+    except Exception as e:
+        raise EditRecordError(f"{st} cannot be read as an edited model checkpoint ({type(e).__name__}: {e}); save it "
+                              f"again with save_edited") from e
+    if meta.get('format') != _EDITED or 'edits' not in meta:
+        raise EditRecordError(f"{st} is not an edited model checkpoint (no platonic_ta edit record beside it or in it)")
+    return sd, dict(meta, edits=json.loads(meta['edits']))
 
 @digest_scope()
 def load_edited(base, path):
     "A copy of `base` with the weights and the edit record saved by `save_edited` (checked against both hashes)."
-    from safetensors import safe_open
-    path = Path(path).with_suffix('.safetensors') if Path(path).suffix != '.safetensors' else Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no edited model at {path}: save one with save_edited(model, path)")
     check_kind(path, 'edited model checkpoint')
-    try:
-        with safe_open(str(path), framework='pt') as f:
-            meta = f.metadata() or {}
-            sd = {k: f.get_tensor(k) for k in f.keys()}
-        rec = json.loads(meta['edits'])
-    except Exception as e:
-        raise EditRecordError(f"{path} cannot be read as an edited model checkpoint ({type(e).__name__}: {e}); save it "
-                              f"again with save_edited") from e
-    if meta.get('format') != _EDITED or not isinstance(rec, list):
-        raise EditRecordError(f"{path} is not an edited model checkpoint (no platonic_ta edit record in its metadata)")
+    sd, meta = _read_edited(path)
+    rec = meta['edits']
+    if not isinstance(rec, list): raise EditRecordError(f"{path}: its edit record is not a list of edits; save it again with save_edited")
     have = base_weights_hash(base)
     if have != meta.get('base_weights_hash'):
         raise EditRecordError(f"{path} holds an edit of base weights {meta.get('base_weights_hash')}, but the model given "

@@ -97,8 +97,8 @@ def refuse_existing(paths, overwrite: bool, what: str) -> None:
 
 # %% ../nbs/01b_guards.ipynb #547f42ec
 KINDS = {'platonic_ta.descriptor': 'descriptor', 'platonic_ta.operator_bank': 'operator bank',
-         'platonic_ta.edited_model': 'edited model checkpoint', 'adapter': 'adapter', 'base': 'zoo base model',
-         'finetune': 'zoo fine-tune'}
+         'platonic_ta.edited_model': 'edited model checkpoint', 'platonic_ta.finetuned_model': 'fine-tuned checkpoint',
+         'platonic_ta.adapter': 'adapter', 'adapter': 'adapter', 'base': 'zoo base model', 'finetune': 'zoo fine-tune'}
 LOADERS = {'descriptor': 'Descriptor.load', 'operator bank': 'OperatorBank.load', 'adapter': 'load_adapter',
            'edited model checkpoint': 'load_edited', 'zoo base model': 'platonic_ta.zoo.load_base',
            'zoo fine-tune': 'platonic_ta.zoo.load_finetune', 'embedding cache entry': 'EmbeddingCache'}

@@ -63,11 +63,12 @@ def adapter_tensors(peft_model) -> dict:
     return {k: v.detach().cpu().clone().contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
 
 # %% ../nbs/01c_lora.ipynb #4273854c
-def load_adapter_tensors(model: nn.Module, tensors: dict, rank: int, alpha: float) -> nn.Module:
+def load_adapter_tensors(model: nn.Module, tensors: dict, rank: int, alpha: float, seed: int = 0,
+                         targets: str = 'qv') -> nn.Module:
     "In place: expose q/k/v, put the saved LoRA factors `tensors` (from `adapter_tensors`) on `model`, merge. Returns the model."
     from peft import set_peft_model_state_dict
     expose_qkv(image_tower(model))
-    pm = add_adapter(model, rank, alpha)
+    pm = add_adapter(model, rank, alpha, seed, targets)
     want = set(adapter_tensors(pm))
     if want != set(tensors):
         merge_adapter(pm)
@@ -78,5 +79,6 @@ def load_adapter_tensors(model: nn.Module, tensors: dict, rank: int, alpha: floa
     if bad:
         merge_adapter(pm)
         raise ValueError(f'saved LoRA factors {bad[:3]} have other shapes than this tower\'s (rank {rank}?): saved from another model')
-    set_peft_model_state_dict(pm, tensors)
+    dev = next(pm.parameters()).device
+    set_peft_model_state_dict(pm, {k: v.to(dev) for k, v in tensors.items()})
     return merge_adapter(pm)

@@ -12,8 +12,8 @@ import torch
 import open_clip
 import platonic_ta
 from . import world
-from ._io import atomic_write_text, save_safetensors, file_sha256, pair_paths, cache_root, file_lock
-from .guards import json_digest, check_seed
+from ._io import atomic_write_text, save_pair, load_pair, read_record, pair_paths, cache_root, file_lock
+from .guards import check_seed
 from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, family_spec,
                                   finetune_recipe, create_family_model, check_task_prompts)
 from .encoders import DualEncoder, family_encoder
@@ -21,9 +21,9 @@ from .training import pretrain, finetune
 from .lora import load_adapter_tensors
 
 # %% auto #0
-__all__ = ['BUILD_SEED_STRIDE', 'MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact', 'ArtifactError',
-           'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'pretraining_seed', 'machine_record',
-           'build_run', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
+__all__ = ['ZOO_FORMAT', 'BUILD_SEED_STRIDE', 'MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact',
+           'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'pretraining_seed',
+           'machine_record', 'build_run', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
 
 # %% ../nbs/01_zoo.ipynb #ee1e7d63
 def default_zoo_dir() -> Path:
@@ -34,18 +34,12 @@ def shipped_zoo_dir() -> Path:
     "The zoo shipped inside the package (built by `build_zoo` with the defaults, see its manifest)."
     return Path(platonic_ta.__file__).resolve().parent / 'data' / 'zoo'   # (not __file__: also right inside the notebook)
 
-def save_artifact(path: Path, tensors: dict, meta: dict):
-    "Write `path.safetensors` then `path.json` (with the weights' sha256), each atomically."
-    st, js = pair_paths(path)
-    save_safetensors({k: v.detach().cpu() for k, v in tensors.items()}, st)
-    meta = dict(meta, sha256=file_sha256(st), library_version=platonic_ta.__version__, torch_version=torch.__version__,
-                open_clip_version=open_clip.__version__)
-    atomic_write_text(js, json.dumps(_sealed(meta), indent=1, default=str))
+ZOO_FORMAT = 'platonic_ta.zoo_model'   # the format of every zoo file (its record's `kind`: 'base' or 'finetune')
 
-def _sealed(meta: dict) -> dict:
-    "`meta` with `digest`: the checksum of everything else in it, so a damaged or edited JSON is caught on load."
-    body = {k: v for k, v in meta.items() if k != 'digest'}
-    return dict(body, digest=json_digest(body))
+def save_artifact(path: Path, tensors: dict, meta: dict):
+    "A zoo model as one saved pair (`save_pair`): the weights, and the record with the versions that made it."
+    save_pair(path, tensors, dict(meta, library_version=platonic_ta.__version__, torch_version=torch.__version__,
+                                  open_clip_version=open_clip.__version__), ZOO_FORMAT, overwrite=True)
 
 def _clear_leftovers(path: Path):
     "Remove the temporary files a killed build left for this artefact (call it holding the artefact's lock)."
@@ -53,23 +47,11 @@ def _clear_leftovers(path: Path):
 
 class ArtifactError(RuntimeError): "A zoo file is missing, truncated or corrupt."
 
-def _record(js: Path) -> dict:
-    "The JSON object in an artefact's record `js`; ArtifactError if it is not one."
-    try: meta = json.loads(Path(js).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ArtifactError(f'{js} is not valid JSON ({e})') from e
-    if not isinstance(meta, dict): raise ArtifactError(f'{js} holds a JSON {type(meta).__name__}, not the record of a zoo file')
-    return meta
-
 def load_artifact(path: Path) -> tuple:
-    "(tensors, meta) of a verified artefact; ArtifactError if missing or corrupt."
-    from safetensors.torch import load_file
+    "(tensors, meta) of a verified zoo file (`load_pair`; files from before the format field are read too); ArtifactError if missing or corrupt."
     st, js = pair_paths(path)
-    if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {path.parent}')
-    meta = _record(js)
-    if 'digest' in meta and _sealed(meta)['digest'] != meta['digest']:
-        raise ArtifactError(f'{js} does not match its own digest: it was damaged or edited by hand')
-    if meta.get('sha256') != file_sha256(st): raise ArtifactError(f'{st} does not match the sha256 in {js.name} (truncated or corrupt)')
-    return load_file(str(st)), meta
+    if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {Path(path).parent}')
+    return load_pair(path, ZOO_FORMAT, 'zoo file', 'rebuild it with build_zoo', ArtifactError, unlabelled_ok=True)
 
 def _quarantine(path: Path, why: str):
     "Move a bad artefact aside (never delete work) and warn."
@@ -315,7 +297,7 @@ def stale_families(path: Path) -> dict:
     pretraining world and spec, each fine-tune's settings and, for a task of the world, its task's data."""
     out = {}
     for fam in _scan(Path(path)).families:
-        try: meta = _record(pair_paths(base_path(path, fam))[1])
+        try: meta = read_record(pair_paths(base_path(path, fam))[1], 'zoo file', 'rebuild it with build_zoo', ArtifactError)
         except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; continue
         if meta.get('world') != world.pretraining_fingerprint():
             out[fam] = (f"pretrained on another world (fingerprint {meta.get('world')}, today's {world.pretraining_fingerprint()}: "
@@ -325,7 +307,7 @@ def stale_families(path: Path) -> dict:
         if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
         for p, task, _ in _ft_records(path, fam):
-            try: ft = _record(p)
+            try: ft = read_record(p, 'zoo file', 'rebuild it with build_zoo', ArtifactError)
             except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; break
             if diff := _recipe_diff(ft.get('finetune', {}), finetune_recipe(fam).to_dict()):
                 out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
@@ -391,8 +373,8 @@ def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'bu
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(pair_paths(p)[0], pair_paths(out)[0])
-        meta = json.loads(pair_paths(p)[1].read_text())      # verified above; the copy carries its digest
-        pair_paths(out)[1].write_text(json.dumps(_sealed(meta), indent=1, default=str))
+        shutil.copy2(pair_paths(p)[1], pair_paths(out)[1])   # verified above
+        meta = json.loads(pair_paths(p)[1].read_text())
         secs.append(meta.get('seconds', 0.0))
     size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
