@@ -131,9 +131,11 @@ def load_pair(path, kind, what: str = 'file', make: str = 'save one first', erro
     fmt = record.get('format')
     if fmt not in kinds and not (fmt is None and unlabelled_ok):
         raise error(f'{js} is a {fmt!r} record, not a {what} ({" or ".join(kinds)})')
-    try: tensors, meta = read_safetensors(st)
-    except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
+    def read():
+        try: return read_safetensors(st)
+        except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
     if 'digest' not in record and 'sha256' not in record:
+        tensors, meta = read()
         if _legacy_ok(record, meta, tensors): return tensors, record
         raise error(f'{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}')
     body = {k: v for k, v in record.items() if k != 'digest'}
@@ -141,7 +143,7 @@ def load_pair(path, kind, what: str = 'file', make: str = 'save one first', erro
         raise error(f'{js} does not match its own digest: it was damaged or edited by hand; {fix}')
     if record.get('sha256') != file_sha256(st):
         raise error(f'{st} does not match the sha256 in {js.name} (truncated, damaged, or from another save); {fix}')
-    return tensors, record
+    return read()[0], record
 
 # %% ../nbs/00c_io.ipynb #a1242e53
 def repo_root(start: Path | None = None) -> Path:

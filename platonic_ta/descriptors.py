@@ -136,7 +136,7 @@ def load(cls: Descriptor, path) -> 'Descriptor':
     "Read a descriptor written by `save`; clear errors for missing, mismatched or damaged files."
     st, js = pair_paths(path)
     check_kind(st, 'descriptor')
-    make = 'compute it with Descriptor.from_encoders(ft, base, grid) and .save(path)'
+    make = 'recompute it with Descriptor.from_encoders(ft, base, grid) and .save(path)'
     fix = f"delete {st.name} and {js.name} and recompute the descriptor"
     tensors, man = load_pair(path, _FORMAT, 'descriptor', make, DescriptorFileError)
     U = tensors.get('U')

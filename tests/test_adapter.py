@@ -13,7 +13,7 @@ from platonic_ta.grids import Grid, class_prompts
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.descriptors import Descriptor
 from platonic_ta.families import FAMILIES
-from platonic_ta.zoo import ArtifactError
+from platonic_ta._io import PairError
 from platonic_ta.encoders import family_encoder
 
 torch.set_num_threads(1)
@@ -196,7 +196,7 @@ def test_save_and_load(tmp_path):
         load_adapter(family_encoder('siglip_map', create_other(enc)), tmp_path / 'edit')
     raw = (tmp_path / 'edit.safetensors').read_bytes()
     (tmp_path / 'edit.safetensors').write_bytes(raw[:-10])
-    with pytest.raises(ArtifactError, match='sha256'):
+    with pytest.raises(PairError, match='sha256'):
         load_adapter(enc, tmp_path / 'edit')
 
 

@@ -144,7 +144,7 @@ def test_save_load(tiny, tmp_path):
     # damaged / mismatched files
     other = tiny['banks']['vit_w96'].save(tmp_path / 'vit')
     os.replace(tmp_path / 'vit.safetensors', tmp_path / 'bank.safetensors')
-    with pytest.raises(BankError, match='checksum'): OperatorBank.load(tmp_path / 'bank')
+    with pytest.raises(BankError, match='sha256'): OperatorBank.load(tmp_path / 'bank')
     with pytest.raises(FileNotFoundError, match='incomplete'): OperatorBank.load(other)
     with pytest.raises(FileExistsError, match='overwrite=True'): tiny['banks']['vit_w96'].save(tmp_path / 'vit')
     other = tiny['banks']['vit_w96'].save(tmp_path / 'vit', overwrite=True)

@@ -93,9 +93,10 @@ def test_edited_checkpoint_carries_its_record(env, tmp_path):
     task, t = env['task'], env['target']
     edited = env['bank'].apply({('src', task): 0.5})
     p = save_edited(edited, tmp_path / 'edited')
-    with safe_open(str(p), framework='pt') as f: meta = f.metadata()
-    assert meta['format'] == 'platonic_ta.edited_model' and json.loads(meta['edits']) == edit_record(edited)
+    meta = json.loads(p.with_suffix('.json').read_text())           # the record beside the open_clip state dict
+    assert meta['format'] == 'platonic_ta.edited_model' and meta['edits'] == edit_record(edited)
     assert meta['base_weights_hash'] == t.weights_hash() and meta['weights_hash'] == edited.weights_hash()
+    with safe_open(str(p), framework='pt') as f: assert set(f.keys()) == set(edited.model.state_dict())
     with pytest.raises(FileExistsError): save_edited(edited, p)
     back = load_edited(t, p)
     assert back.weights_hash() == edited.weights_hash() and edit_record(back) == edit_record(edited)
