@@ -16,11 +16,10 @@ from .factorization import GridFactors, as_tensor, check_finite
 from .guards import check_number
 
 # %% auto #0
-__all__ = ['AGREEMENTS', 'CONTEXT_ROWS', 'PAPER', 'shared_component', 'residuals', 'dispersion', 'pairwise_cosines',
-           'mean_offdiag', 'idealised_cosine', 'implied_dispersion', 'operator_agreement', 'shift_field',
-           'shift_field_agreement', 'amplification', 'bank_amplifications', 'retention_entries', 'forfeited_gain',
-           'pearson', 'task_residuals', 'edit_diagnostics', 'task_summary', 'agreement_correlations',
-           'replace_context_rows', 'single_transfer_rows', 'transfer_summary', 'common_drift', 'without_drift']
+__all__ = ['AGREEMENTS', 'PAPER', 'shared_component', 'residuals', 'dispersion', 'pairwise_cosines', 'mean_offdiag',
+           'idealised_cosine', 'implied_dispersion', 'operator_agreement', 'shift_field', 'shift_field_agreement',
+           'amplification', 'bank_amplifications', 'retention_entries', 'forfeited_gain', 'pearson', 'task_residuals',
+           'edit_diagnostics', 'task_summary', 'agreement_correlations']
 
 # %% ../nbs/06_residuals.ipynb #34a35335
 def _tensor(x, name: str) -> torch.Tensor:
@@ -326,104 +325,6 @@ def agreement_correlations(summary: Mapping) -> dict:
         ok = len(tasks) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0
         out[a] = float(pearson(x, y)) if ok else float('nan')
     out['n_tasks'] = len(tasks)
-    return out
-
-# %% ../nbs/06_residuals.ipynb #b41c7e02
-CONTEXT_ROWS = ('source', 'zero', 'target')
-
-def replace_context_rows(descriptors: Mapping, grids: Mapping, how: str, target: str | None = None) -> dict:
-    """`{(family, task, ...): Descriptor}` with every descriptor's context rows (those after its grid's own probes) as
-    measured (`'source'`), zeroed (`'zero'`) or taken from `target`'s descriptor of the same task (`'target'`)."""
-    if how not in CONTEXT_ROWS: raise ValueError(f"how={how!r}: pass one of {CONTEXT_ROWS}")
-    if (how == 'target') != (target is not None):
-        raise ValueError(f"how={how!r} with target={target!r}: 'target' needs the target family, the others take none")
-    if how == 'source': return dict(descriptors)
-    out = {}
-    for key, D in descriptors.items():
-        if not isinstance(D, Descriptor): raise TypeError(f"descriptor {key!r} must be a Descriptor (it knows its grid)")
-        if key[1] not in grids: raise KeyError(f"no grid of task {key[1]!r}: pass {{task: Grid}} for every descriptor's task")
-        g = grids[key[1]]
-        D.check_grid(g)
-        n_own = g.N if g.probe_index is None else len(g.probe_index)
-        U = D.U.clone()
-        if how == 'zero': U[n_own:] = 0
-        else:
-            ref = (target,) + tuple(key[1:])
-            if ref not in descriptors: raise KeyError(f"no descriptor {ref!r}: 'target' takes the target's own context rows")
-            U[n_own:] = descriptors[ref].U[n_own:].to(U.dtype)
-        out[key] = Descriptor(U, D.task, D.probe_hashes, D.prompts, D.classnames, {**D.source, 'context_rows': how},
-                              dict(D.base))
-    return out
-
-def single_transfer_rows(scorer, own: str, sources: Sequence[str], tasks: Sequence[str], controls: Sequence[str] = (),
-                         strength: float = 1.0) -> list:
-    """One row per (source other than `own`, task): the gain (points) of that source's operator alone at `strength`,
-    of `own`'s, and the mean change of the `controls` (points; NaN without controls)."""
-    strength = check_number(strength, 'strength', hint='the transfer strength, e.g. 1')
-    controls, rows = list(controls), []
-    for t in tasks:
-        sets = [t, *controls]
-        move = lambda src: {k: 100 * (v - scorer.base[k]) for k, v in scorer.score({(src, t): strength}, tasks=sets).items()}
-        mo = move(own)
-        for s in sources:
-            if s == own: continue
-            m = move(s)
-            rows.append(dict(source=s, task=t, gain=m[t], own_gain=mo[t],
-                             control=float(np.mean([m[c] for c in controls])) if controls else float('nan'),
-                             own_control=float(np.mean([mo[c] for c in controls])) if controls else float('nan')))
-    return rows
-
-def transfer_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:
-    "Means of `single_transfer_rows` (points; control cost = points the controls lose) and the median retention."
-    rows = list(rows)
-    if not rows: raise ValueError("no rows: score at least one source other than the target")
-    m = check_number(min_own_gain, 'min_own_gain', 0, hint='points')
-    ret = [r['gain'] / r['own_gain'] for r in rows if r['own_gain'] > m]
-    mean = lambda k: float(np.mean([r[k] for r in rows]))
-    return dict(cross_gain=mean('gain'), own_gain=mean('own_gain'), control_cost=-mean('control'),
-                own_control_cost=-mean('own_control'), retention=float(np.median(ret)) if ret else float('nan'),
-                n_retention=len(ret))
-
-# %% ../nbs/06_residuals.ipynb #d71f0a02
-def common_drift(union: Mapping, grids: Mapping) -> dict:
-    """`{(family, task): Descriptor}` for each family of `union` and task of `grids`: the mean of the family's
-    descriptors of every other task, restricted to `grids[task]`. `union`: `{(family, task): Descriptor}`, all on one
-    grid that holds every grid of `grids` (a union grid, `platonic_ta.grids.union_grid`)."""
-    if not isinstance(union, Mapping) or not union:
-        raise ValueError("union must be a non-empty {(family, task): Descriptor} on one union grid")
-    for k, D in union.items():
-        if not (isinstance(k, tuple) and len(k) == 2): raise ValueError(f"union must be keyed by (family, task), got {k!r}")
-        if not isinstance(D, Descriptor): raise TypeError(f"union[{k!r}] must be a Descriptor (it knows its grid)")
-    if len({D.grid_hash for D in union.values()}) > 1:
-        raise GridMismatchError("the descriptors of union are on different grids: compute every fine-tune's descriptor on "
-                                "one union grid of the task grids (zoo_descriptors with {task: union_grid([...])})")
-    out = {}
-    for f in dict.fromkeys(f for f, _ in union):
-        for t, g in grids.items():
-            others = [D for (f2, k), D in union.items() if f2 == f and k != t]
-            if not others:
-                raise ValueError(f"family {f!r} has no descriptor of a task other than {t!r}: its drift on {t!r} is the "
-                                 f"mean over its fine-tunes of the other tasks; pass at least two tasks of it")
-            parts = [D.restrict(g) for D in others]
-            U = torch.stack([p.U for p in parts]).mean(0)
-            out[(f, t)] = Descriptor(U, g.task, g.probe_hashes, g.prompts, g.classnames,
-                                     dict(model=f'{f} drift', members=[p.source for p in parts]), dict(parts[0].base))
-    return out
-
-def without_drift(descriptors: Mapping, drift: Mapping, weight: float = 1.0) -> dict:
-    """`{(family, task, ...): Descriptor}` with `weight` × `drift[(family, task)]` (from `common_drift`) taken from
-    each descriptor: the part of the fine-tune's change that is the task's own."""
-    weight = check_number(weight, 'weight', hint='the share of the drift to remove, e.g. 1 (0 keeps every descriptor)')
-    out = {}
-    for key, D in descriptors.items():
-        if not isinstance(D, Descriptor): raise TypeError(f"descriptor {key!r} must be a Descriptor (it knows its grid)")
-        ref = tuple(key[:2])
-        if ref not in drift: raise KeyError(f"no drift {ref!r}: compute it with common_drift for every family and task")
-        if drift[ref].grid_hash != D.grid_hash:
-            raise GridMismatchError(f"the drift {ref!r} and descriptor {key!r} are on different grids: compute the drift "
-                                    f"with common_drift(union, grids) on the descriptors' own grids")
-        out[key] = Descriptor(D.U - weight * drift[ref].U.to(D.U.dtype), D.task, D.probe_hashes, D.prompts, D.classnames,
-                              {**D.source, 'drift_removed': weight}, dict(D.base))
     return out
 
 # %% ../nbs/06_residuals.ipynb #9e5c07bb

@@ -96,6 +96,7 @@ NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_
             '00f_stats.ipynb': 'no slow cell: nbdev_test runs every cell',
             '03a_edits.ipynb': 'no slow cell: nbdev_test runs every cell',
             '03b_plots.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '06a_ablations.ipynb': 'no slow cell: nbdev_test runs every cell',
             '92a_commands.ipynb': "the verbs run end to end in tests/test_cli.py; its slow cell builds an open_clip model",
             '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
 

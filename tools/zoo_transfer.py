@@ -24,7 +24,7 @@ from platonic_ta.zoo import get_zoo
 from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids, union_grid, CORPUS_SEED
 from platonic_ta.descriptors import zoo_descriptors, affinity
-from platonic_ta.residuals import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
+from platonic_ta.ablations import CONTEXT_ROWS, replace_context_rows, common_drift, without_drift
 from platonic_ta.factorization import SolveConfig
 from platonic_ta.analysis import (pair_gain, zoo_cells, negation_sweep, negation_summary, median_retention,
                                   agreement_rows, cached_accuracy)
