@@ -4,11 +4,9 @@
 
 # %% ../nbs/08d_audio_zoo.ipynb #63b03d2a
 from __future__ import annotations
-import copy, hashlib, json, math, os, time
-import platonic_ta
-from dataclasses import dataclass, field, asdict
+import copy, math, time
+from dataclasses import dataclass, field
 from pathlib import Path
-import numpy as np
 import torch, torch.nn as nn
 from open_clip.model import CLIP, CLIPVisionCfg, CLIPTextCfg
 from . import audio_world
@@ -16,18 +14,15 @@ from .audio_frontend import FrontEnd, LogMel
 from .encoders import DualEncoder
 from .families import WordTokenizer, FinetuneConfig, FINETUNE
 from .training import contrastive_train, finetune
-from .zoo import save_artifact, load_artifact, ArtifactError, base_path, ft_path, pretraining_seed, build_run
-from .lora import load_adapter_tensors
-from ._io import atomic_write_text, cache_root
-from .guards import check_seed
+from .zoo import (Modality, Zoo, load_base, load_finetune, build_zoo, get_zoo, ship_zoo, default_zoo_dir,
+                             shipped_zoo_dir)
 
 # %% auto #0
-__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
+__all__ = ['CONTEXT_LENGTH', 'AUDIO_FAMILIES', 'AUDIO_FINETUNE', 'CORPUS_CAP', 'AUDIO', 'AUDIO_MICRO', 'AUDIO_SHIP_LIMIT_MB',
            'clap_audio_tower_class', 'ClapDual', 'AudioEncoder', 'AudioFamilySpec', 'audio_tokenizer',
            'create_audio_model', 'audio_family_encoder', 'pretrain_audio', 'audio_recipe', 'finetune_audio',
-           'default_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune', 'build_audio_zoo', 'AudioZoo',
-           'get_audio_zoo', 'shipped_audio_zoo_dir', 'ship_audio_zoo', 'estimate_build_seconds', 'HFTokenizer',
-           'load_clap']
+           'default_audio_zoo_dir', 'shipped_audio_zoo_dir', 'load_audio_base', 'load_audio_finetune',
+           'build_audio_zoo', 'get_audio_zoo', 'ship_audio_zoo', 'estimate_build_seconds', 'HFTokenizer', 'load_clap']
 
 # %% ../nbs/08d_audio_zoo.ipynb #ffcf7813
 _TOWER = None
@@ -199,205 +194,41 @@ def finetune_audio(base: AudioEncoder, task: str, steps: int | None = None, seed
     return enc, tensors, losses
 
 # %% ../nbs/08d_audio_zoo.ipynb #cb2d1004
-def default_audio_zoo_dir() -> Path:
-    "The audio zoo folder: `$PLATONIC_TA_AUDIO_ZOO` if set, else `<cache>/audio_zoo`."
-    return Path(os.environ['PLATONIC_TA_AUDIO_ZOO']) if 'PLATONIC_TA_AUDIO_ZOO' in os.environ else cache_root() / 'audio_zoo'
+def _audio_finetune(base, task: str, seed: int, recipe: dict, progress: bool) -> tuple:
+    return finetune_audio(base, task, seed=seed, progress=progress, **recipe)
 
-def load_audio_base(family: str, zoo: Path | None = None) -> AudioEncoder:
-    "The pretrained encoder of an audio family from `zoo` (default: the audio zoo folder)."
-    f = _family(family)
-    zoo = Path(zoo or default_audio_zoo_dir())
-    if not base_path(zoo, f.name).with_suffix('.json').exists():
-        raise FileNotFoundError(f"no pretrained {f.name!r} in {zoo}; build it with platonic_ta.audio_zoo.build_audio_zoo(['{f.name}'])")
-    tensors, meta = load_artifact(base_path(zoo, f.name))
-    model = create_audio_model(f)
-    model.load_state_dict(tensors)
-    enc = audio_family_encoder(f, model.eval())
-    enc.meta.update(meta=meta, zoo=str(zoo))
-    return enc
+AUDIO = Modality('audio', 'platonic_ta.audio_world', AUDIO_FAMILIES, _family, create_audio_model, audio_family_encoder,
+                 pretrain_audio, audio_recipe, _audio_finetune, audio_tokenizer, audio_world.fingerprint, None,
+                 zoo_env='PLATONIC_TA_AUDIO_ZOO', zoo_dirname='audio_zoo', builder='platonic_ta.audio_zoo.build_audio_zoo',
+                 micro=dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=6,
+                            finetune=dict(steps=3, n_train=96, distill_n=64)),   # seconds to build: for tests, not for figures
+                 ship_limit_mb=15)
+AUDIO_MICRO, AUDIO_SHIP_LIMIT_MB = AUDIO.micro, AUDIO.ship_limit_mb
 
-def load_audio_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None, base: AudioEncoder | None = None) -> AudioEncoder:
-    "The source fine-tune of (audio family, task, seed): the base with its LoRA merged."
-    base = base or load_audio_base(family, zoo)
-    zdir = Path(zoo or base.meta.get('zoo', default_audio_zoo_dir()))
-    fp = ft_path(zdir, base.meta['family'], task, seed)
-    if not fp.with_suffix('.json').exists():
-        raise KeyError(f"the audio zoo in {zdir} has no fine-tune of {base.meta['family']!r} on {task!r} with seed {seed}; "
-                       f"build it with build_audio_zoo([{base.meta['family']!r}], [{task!r}], seeds=({seed},))")
-    tensors, meta = load_artifact(fp)
-    enc = copy.deepcopy(base)
-    enc.model = load_adapter_tensors(enc.model, tensors, meta['finetune']['rank'], meta['finetune']['alpha']).eval()
-    enc.name = f"{base.meta['family']}+ft:{task}:s{seed}"
-    enc.meta.update(task=task, seed=seed, finetune=meta['finetune'])
-    return enc
+def default_audio_zoo_dir() -> Path: return default_zoo_dir(AUDIO)
+def shipped_audio_zoo_dir() -> Path: return shipped_zoo_dir(AUDIO)
 
-# %% ../nbs/08d_audio_zoo.ipynb #602f86b1
-def _valid(path: Path):
-    try: return load_artifact(path)
-    except ArtifactError: return None
+def load_audio_base(family, zoo: Path | None = None) -> AudioEncoder:
+    "`zoo.load_base` of an audio family."
+    return load_base(family, zoo, AUDIO)
 
-def _build_family(f: AudioFamilySpec, tasks, seeds, zoo: Path, pretrain_steps, finetune, progress, world_id, build_seed=0) -> None:
-    "Pretrain one family (unless its valid base is there) and fine-tune it on `tasks` × `seeds` (what is missing)."
-    steps = f.steps if pretrain_steps is None else pretrain_steps
-    bp = base_path(zoo, f.name)
-    got = _valid(bp)
-    if got and (got[1].get('world'), got[1].get('steps')) != (world_id, steps):
-        raise ValueError(f"{bp} was built on audio world {got[1].get('world')} with {got[1].get('steps')} steps, not "
-                         f"{world_id} with {steps}: use another folder (zoo=...) rather than overwrite it")
-    if got and got[1].get('build_seed', 0) != build_seed:
-        raise ValueError(f"{bp} belongs to build seed {got[1].get('build_seed', 0)}, not {build_seed}: each build goes to "
-                         "its own folder (zoo=...)")
-    if not got:
-        t0, c0 = time.time(), time.process_time()
-        seed = pretraining_seed(f.seed, build_seed)
-        enc, losses = pretrain_audio(f, steps, seed=seed, progress=progress)
-        save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
-                      build_seed=build_seed, pretraining_seed=seed,
-                      seconds=time.time() - t0, cpu_seconds=time.process_time() - c0, loss_first=losses[0],
-                      loss_last=float(np.mean(losses[-20:])), world=world_id))
-    base = load_audio_base(f, zoo)
-    cfg = audio_recipe(f, **finetune)
-    for task in tasks:
-        for s in seeds:
-            fp = ft_path(zoo, f.name, task, s)
-            got = _valid(fp)
-            if got and got[1].get('finetune') != json.loads(json.dumps(cfg)):
-                raise ValueError(f'{fp} was fine-tuned with other settings ({got[1].get("finetune")}): use another folder')
-            if got: continue
-            t0, c0 = time.time(), time.process_time()
-            _, tensors, losses = finetune_audio(base, task, seed=s, progress=progress, **cfg)
-            save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=s, finetune=cfg,
-                                            seconds=time.time() - t0, cpu_seconds=time.process_time() - c0,
-                                            loss_last=float(np.mean(losses[-10:]))))
-
-def _cpu_seconds() -> float:
-    "CPU seconds (user + system) of this process and of its finished child processes (the build's workers)."
-    import resource
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
-
-def _build_worker(args):
-    torch.set_num_threads(1)             # one process per core: torch's own threads would fight each other
-    return _build_family(*args)
+def load_audio_finetune(family, task: str, seed: int = 0, zoo: Path | None = None, base: AudioEncoder | None = None) -> AudioEncoder:
+    "`zoo.load_finetune` of an audio family."
+    return load_finetune(family, task, seed, zoo, base, AUDIO)
 
 def build_audio_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
                     finetune_steps: int | None = None, progress: bool = True, workers: int = 1, finetune: dict | None = None,
                     build_seed: int = 0) -> Path:
-    """Build (or resume) audio families' bases and source fine-tunes (`workers` processes, one family each); returns the
-    folder. `finetune` overrides settings of `AUDIO_FINETUNE` (`finetune_steps` its steps); `build_seed` pretrains every
-    family from another seed (`zoo.pretraining_seed`): an independent build, for its own folder."""
-    t_start, cpu_start = time.time(), _cpu_seconds()
-    started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
-    build_seed = check_seed(build_seed, 'build_seed')
-    zoo = Path(zoo or default_audio_zoo_dir())
-    families = list(AUDIO_FAMILIES) if families is None else list(families)
-    tasks = audio_world.list_tasks(controls=False) if tasks is None else list(tasks)
-    unknown = [t for t in tasks if t not in audio_world.TASKS] + [f for f in families if not isinstance(f, AudioFamilySpec) and f not in AUDIO_FAMILIES]
-    if unknown: raise KeyError(f'unknown audio tasks or families {unknown}; tasks are {list(audio_world.TASKS)}, families {list(AUDIO_FAMILIES)}')
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f'workers must be a positive int, got {workers!r}')
-    finetune = {**(finetune or {}), **({} if finetune_steps is None else {'steps': finetune_steps})}
-    audio_recipe(None, **finetune)                       # a misspelt setting stops here, before any work
-    world_id = audio_world.fingerprint()
-    jobs = [(_family(f), tasks, tuple(seeds), zoo, pretrain_steps, finetune, progress, world_id, build_seed) for f in families]
-    if workers > 1 and len(jobs) > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-        jobs.sort(key=lambda j: -j[0].steps)                  # the longest first
-        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=mp.get_context('spawn')) as ex:
-            for r in [ex.submit(_build_worker, j) for j in jobs]: r.result()
-    else:
-        for j in jobs: _build_family(*j)
-    log = zoo / 'BUILDS.json'
-    runs = json.loads(log.read_text()) if log.exists() else []
-    runs.append(dict(build_run('build_audio_zoo', started, t_start, families=[_family(f).name for f in families], tasks=tasks,
-                               seeds=list(seeds), zoo=str(zoo), pretrain_steps=pretrain_steps, finetune=finetune,
-                               workers=workers, build_seed=build_seed), cpu_seconds=_cpu_seconds() - cpu_start))
-    text = json.dumps(runs, indent=1)
-    atomic_write_text(log, text)
-    return zoo
+    "`zoo.build_zoo` of the audio families: their bases and source fine-tunes into the audio zoo folder."
+    return build_zoo(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers, build_seed, finetune, AUDIO)
 
-# %% ../nbs/08d_audio_zoo.ipynb #1c94014e
-AUDIO_MICRO = dict(families=list(AUDIO_FAMILIES), tasks=['events', 'genres', 'streets'], pretrain_steps=6,
-                   finetune=dict(steps=3, n_train=96, distill_n=64))   # seconds to build: for tests, not for figures
-
-@dataclass
-class AudioZoo:
-    "An audio zoo folder and what it holds (the interface of `zoo.Zoo`: `descriptors.zoo_descriptors` takes it)."
-    path: Path
-    families: list
-    tasks: list
-    seeds: list = field(default_factory=lambda: [0])
-    def base(self, family) -> AudioEncoder: return load_audio_base(family, self.path)
-    def finetune(self, family, task, seed=0, base=None) -> AudioEncoder: return load_audio_finetune(family, task, seed, self.path, base)
-
-def _recipe_id(recipe: dict) -> str:
-    "8 hex digits naming a build recipe with its families' specs, the fine-tune settings and the audio world."
-    rec = dict(recipe, specs=[asdict(_family(f)) for f in recipe['families']], finetune=audio_recipe(), world=audio_world.fingerprint())
-    return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> AudioZoo:
-    """The micro audio zoo (built on demand, a folder per recipe), the one shipped in the package (`'shipped'`), the full
-    one built here (`'full'`: `default_audio_zoo_dir()`), or a folder."""
-    if kind == 'shipped':
-        path = shipped_audio_zoo_dir()
-        if not (path / 'MANIFEST.json').exists():
-            raise FileNotFoundError(f"no audio zoo is shipped in {path}; build one with get_audio_zoo('full') or "
-                                    "build_audio_zoo(zoo=FOLDER, workers=2) and pass the folder")
-        kind = str(path)
-    if kind == 'micro':
-        path = cache_root() / f'audio-zoo-micro-{_recipe_id(AUDIO_MICRO)}'
-        if build: build_audio_zoo(AUDIO_MICRO['families'], AUDIO_MICRO['tasks'], zoo=path, pretrain_steps=AUDIO_MICRO['pretrain_steps'],
-                                  finetune=AUDIO_MICRO['finetune'], workers=workers, progress=progress)
-        return AudioZoo(path, list(AUDIO_MICRO['families']), list(AUDIO_MICRO['tasks']))
-    if kind == 'full':
-        if build: build_audio_zoo(zoo=default_audio_zoo_dir(), workers=workers, progress=progress)
-        return AudioZoo(default_audio_zoo_dir(), list(AUDIO_FAMILIES), audio_world.list_tasks(controls=False))
-    path = Path(kind)
-    fams = [f for f in AUDIO_FAMILIES if base_path(path, f).with_suffix('.json').exists()]
-    if not fams: raise FileNotFoundError(f"audio zoo {kind!r}: not 'micro', 'shipped', 'full' or a folder holding <family>/base.json")
-    tasks = sorted({p.stem.rsplit('_s', 1)[0] for f in fams for p in (path / f / 'ft').glob('*.json')})
-    return AudioZoo(path, fams, [t for t in audio_world.list_tasks() if t in tasks])
-
-# %% ../nbs/08d_audio_zoo.ipynb #d3e30165
-def shipped_audio_zoo_dir() -> Path:
-    "The audio zoo shipped inside the package (see its MANIFEST.json for the command that built it and its seconds)."
-    return Path(platonic_ta.__file__).resolve().parent / 'data' / 'audio_zoo'
-
-AUDIO_SHIP_LIMIT_MB = 15   # the package carries at most this much audio zoo
+def get_audio_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
+    "`zoo.get_zoo` of the audio modality: 'micro', 'shipped', 'full' or a folder."
+    return get_zoo(kind, build, workers, progress, AUDIO)
 
 def ship_audio_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_audio_zoo(workers=2)') -> Path:
-    "Copy a complete audio zoo of today's recipe (bases and `seeds` fine-tunes, each verified) into the package, with a manifest."
-    import shutil
-    src, dest = Path(src), Path(dest) if dest else shipped_audio_zoo_dir()
-    tasks, world_id = audio_world.list_tasks(controls=False), audio_world.fingerprint()
-    files = [base_path(src, f) for f in AUDIO_FAMILIES] + [ft_path(src, f, t, s) for f in AUDIO_FAMILIES for t in tasks for s in seeds]
-    if missing := [str(p.relative_to(src)) for p in files if not p.with_suffix('.json').exists()]:
-        raise FileNotFoundError(f'{src} is not a complete audio zoo (missing {missing}); finish it with build_audio_zoo(zoo={str(src)!r})')
-    metas = [load_artifact(p)[1] for p in files]          # every file verified before anything is copied
-    for p, m in zip(files, metas):
-        f = AUDIO_FAMILIES[m['family']]
-        want = (world_id, f.steps) if m['kind'] == 'base' else json.loads(json.dumps(audio_recipe(f)))
-        got = (m.get('world'), m.get('steps')) if m['kind'] == 'base' else m.get('finetune')
-        if got != want: raise ValueError(f"{p}: built with {got}, today's recipe is {want}: rebuild it in another folder")
-    size = sum(p.with_suffix(x).stat().st_size for p in files for x in ('.safetensors', '.json'))
-    if size > AUDIO_SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {AUDIO_SHIP_LIMIT_MB} MB the package may carry')
-    runs = json.loads((src / 'BUILDS.json').read_text()) if (src / 'BUILDS.json').exists() else []
-    tmp = dest.with_name(dest.name + '.tmp')
-    if tmp.exists(): shutil.rmtree(tmp)
-    for p in files:
-        for x in ('.safetensors', '.json'):
-            out = (tmp / p.relative_to(src)).with_suffix(x)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p.with_suffix(x), out)
-    (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
-        command=f'platonic_ta.audio_zoo.{command}', families=list(AUDIO_FAMILIES), tasks=tasks, seeds=list(seeds), bytes=size,
-        world=world_id, build_wall_seconds=sum(r['wall_seconds'] for r in runs) if runs else None,
-        build_cpu_seconds=sum(r.get('cpu_seconds', 0.0) for r in runs) if runs else None, builds=runs,
-        artefact_seconds=sum(m.get('seconds', 0.0) for m in metas), artefact_cpu_seconds=sum(m.get('cpu_seconds', 0.0) for m in metas),
-        library_version=platonic_ta.__version__, torch_version=torch.__version__), indent=1))
-    if dest.exists():                                      # keep the previous copy until the new one is in place
-        old = dest.with_name(dest.name + f'.old-{int(time.time())}'); os.replace(dest, old); shutil.rmtree(old)
-    os.replace(tmp, dest)
-    return dest
+    "`zoo.ship_zoo` of an audio zoo folder."
+    return ship_zoo(src, dest, seeds, command, AUDIO)
 
 # %% ../nbs/08d_audio_zoo.ipynb #bcbfea1b
 def estimate_build_seconds(families=None, tasks=None, seeds=(0,), probe_steps: int = 3, workers: int = 2) -> dict:

@@ -4,99 +4,95 @@
 
 # %% ../nbs/01_zoo.ipynb #f2030424
 from __future__ import annotations
-import copy, hashlib, json, os, time, warnings
+import copy, hashlib, importlib, json, os, time, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import torch
-import open_clip
 import platonic_ta
 from . import world
-from ._io import atomic_write_text, save_pair, load_pair, read_record, pair_paths, cache_root, file_lock
+from ._io import atomic_write_text, read_record, pair_paths, cache_root, file_lock
+from .zoo_files import (ArtifactError, save_artifact, load_artifact, clear_leftovers, try_load, base_path, ft_path,
+                                   pretraining_seed, cpu_seconds, build_run, wall_seconds)
 from .guards import check_seed
-from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, family_spec,
+from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, FinetuneConfig, family_spec,
                                   finetune_recipe, create_family_model, check_task_prompts)
 from .encoders import DualEncoder, family_encoder
 from .training import pretrain, finetune
 from .lora import load_adapter_tensors
 
 # %% auto #0
-__all__ = ['ZOO_FORMAT', 'BUILD_SEED_STRIDE', 'MICRO', 'SHIP_LIMIT_MB', 'default_zoo_dir', 'shipped_zoo_dir', 'save_artifact',
-           'ArtifactError', 'load_artifact', 'base_path', 'ft_path', 'load_base', 'load_finetune', 'pretraining_seed',
-           'machine_record', 'build_run', 'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
+__all__ = ['IMAGE', 'MICRO', 'SHIP_LIMIT_MB', 'Modality', 'default_zoo_dir', 'shipped_zoo_dir', 'load_base', 'load_finetune',
+           'build_zoo', 'Zoo', 'stale_families', 'get_zoo', 'ship_zoo']
 
 # %% ../nbs/01_zoo.ipynb #ee1e7d63
-def default_zoo_dir() -> Path:
-    "The zoo folder: `$PLATONIC_TA_ZOO` if set, else `<cache>/zoo`."
-    return Path(os.environ['PLATONIC_TA_ZOO']) if 'PLATONIC_TA_ZOO' in os.environ else cache_root() / 'zoo'
+@dataclass(frozen=True)
+class Modality:
+    """What a zoo of one modality is made of: its world, its families and how each is built, pretrained and fine-tuned.
+    Every function is a module-level one (a build's worker processes receive the modality), the world by module name."""
+    name: str                  # 'image' or 'audio'
+    world_module: str          # the world its families learn from
+    families: dict             # family name -> spec
+    spec: object               # family name (or spec) -> spec
+    create_model: object       # (spec, seed=None) -> a freshly initialised model
+    encoder: object            # (spec, model) -> the model behind the `DualEncoder` interface
+    pretrain: object           # (spec, steps, seed=, progress=) -> (encoder, losses)
+    recipe: object             # (spec or None, **changes) -> the fine-tune settings a fine-tune's record keeps
+    finetune: object           # (base, task, seed, recipe, progress) -> (encoder, LoRA tensors, losses)
+    tokenizer: object          # () -> the families' tokenizer
+    world_id: object           # () -> the fingerprint of what a base learnt from
+    task_data: object          # (task) -> fingerprint of what a fine-tune on the task learns from, or None
+    zoo_env: str               # environment variable naming its zoo folder
+    zoo_dirname: str           # its zoo folder under the cache, and its copy under the package's data
+    builder: str               # the command that builds it
+    micro: dict                # the micro zoo: families, tasks, pretrain_steps, finetune (settings)
+    ship_limit_mb: float       # the package carries at most this much of it
 
-def shipped_zoo_dir() -> Path:
-    "The zoo shipped inside the package (built by `build_zoo` with the defaults, see its manifest)."
-    return Path(platonic_ta.__file__).resolve().parent / 'data' / 'zoo'   # (not __file__: also right inside the notebook)
+    @property
+    def world(self): return importlib.import_module(self.world_module)
 
-ZOO_FORMAT = 'platonic_ta.zoo_model'   # the format of every zoo file (its record's `kind`: 'base' or 'finetune')
+def default_zoo_dir(modality: Modality | None = None) -> Path:
+    "The zoo folder of a modality (default: image): `$PLATONIC_TA_ZOO` (`$PLATONIC_TA_AUDIO_ZOO`) if set, else `<cache>/zoo` (`audio_zoo`)."
+    m = modality or IMAGE
+    return Path(os.environ[m.zoo_env]) if m.zoo_env in os.environ else cache_root() / m.zoo_dirname
 
-def save_artifact(path: Path, tensors: dict, meta: dict):
-    "A zoo model as one saved pair (`save_pair`): the weights, and the record with the versions that made it."
-    save_pair(path, tensors, dict(meta, library_version=platonic_ta.__version__, torch_version=torch.__version__,
-                                  open_clip_version=open_clip.__version__), ZOO_FORMAT, overwrite=True)
+def shipped_zoo_dir(modality: Modality | None = None) -> Path:
+    "The zoo of a modality shipped inside the package (see its manifest for the command that built it)."
+    return Path(platonic_ta.__file__).resolve().parent / 'data' / (modality or IMAGE).zoo_dirname   # (not __file__: also right inside the notebook)
 
-def _clear_leftovers(path: Path):
-    "Remove the temporary files a killed build left for this artefact (call it holding the artefact's lock)."
-    for p in Path(path).parent.glob(f'.{Path(path).name}.*.tmp'): p.unlink(missing_ok=True)
 
-class ArtifactError(RuntimeError): "A zoo file is missing, truncated or corrupt."
-
-def load_artifact(path: Path) -> tuple:
-    "(tensors, meta) of a verified zoo file (`load_pair`; files from before the format field are read too); ArtifactError if missing or corrupt."
-    st, js = pair_paths(path)
-    if not st.exists() or not js.exists(): raise ArtifactError(f'{st.name} or {js.name} missing in {Path(path).parent}')
-    return load_pair(path, ZOO_FORMAT, 'zoo file', 'rebuild it with build_zoo', ArtifactError, unlabelled_ok=True)
-
-def _quarantine(path: Path, why: str):
-    "Move a bad artefact aside (never delete work) and warn."
-    for p in pair_paths(path):
-        if p.exists(): os.replace(p, p.with_name(p.name + f'.bad-{int(time.time())}'))
-    warnings.warn(f'{path}: {why}; moved aside, it will be rebuilt')
 
 # %% ../nbs/01_zoo.ipynb #ef51897b
-def base_path(zoo: Path, family: str) -> Path: return Path(zoo) / family / 'base'
-def ft_path(zoo: Path, family: str, task: str, seed: int = 0) -> Path: return Path(zoo) / family / 'ft' / f'{task}_s{seed}'
-
-def _try_load(path: Path):
-    try: return load_artifact(path)
-    except ArtifactError as e:
-        if any(q.exists() for q in pair_paths(path)): _quarantine(path, str(e))
-        return None
-
-def load_base(family: str, zoo: Path | None = None) -> DualEncoder:
-    "The pretrained encoder of a family from `zoo` (default: the built zoo, else the shipped one)."
-    f = family_spec(family)
-    for d in ([Path(zoo)] if zoo else [default_zoo_dir(), shipped_zoo_dir()]):
-        got = load_artifact(base_path(d, f.name)) if pair_paths(base_path(d, f.name))[1].exists() else None
-        if got:
-            tensors, meta = got
-            model = create_family_model(f)
+def load_base(family, zoo: Path | None = None, modality: Modality | None = None) -> DualEncoder:
+    "The pretrained encoder of a family from `zoo` (default: the built zoo of its modality, else the shipped one)."
+    m = modality or IMAGE
+    f = m.spec(family)
+    dirs = [Path(zoo)] if zoo else [default_zoo_dir(m), shipped_zoo_dir(m)]
+    for d in dirs:
+        if pair_paths(base_path(d, f.name))[1].exists():
+            tensors, meta = load_artifact(base_path(d, f.name))
+            model = m.create_model(f)
             model.load_state_dict(tensors)
-            enc = family_encoder(f, model.eval())
+            enc = m.encoder(f, model.eval())
             enc.meta.update(meta=meta, zoo=str(d))
             return enc
-    raise FileNotFoundError(f'no pretrained {f.name!r} in {zoo or [str(default_zoo_dir()), str(shipped_zoo_dir())]}; '
-                            f"build it with platonic_ta.zoo.build_zoo(['{f.name}'])")
+    raise FileNotFoundError(f"no pretrained {f.name!r} in {[str(d) for d in dirs]}; build it with {m.builder}(['{f.name}'])")
 
-def load_finetune(family: str, task: str, seed: int = 0, zoo: Path | None = None, base: DualEncoder | None = None) -> DualEncoder:
+def load_finetune(family, task: str, seed: int = 0, zoo: Path | None = None, base: DualEncoder | None = None,
+                  modality: Modality | None = None) -> DualEncoder:
     "The source fine-tune of (family, task, seed): the base with its LoRA merged."
-    base = base or load_base(family, zoo)
-    zdir = Path(zoo) if zoo else Path(base.meta.get('zoo', default_zoo_dir()))
+    m = modality or IMAGE
+    base = base or load_base(family, zoo, m)
+    zdir = Path(zoo) if zoo else Path(base.meta.get('zoo', default_zoo_dir(m)))
     fp = ft_path(zdir, base.meta['family'], task, seed)
     if not pair_paths(fp)[1].exists():
         have = sorted(p.stem for p in (zdir / base.meta['family'] / 'ft').glob('*.json'))
         raise KeyError(f"the zoo in {zdir} has no fine-tune of {base.meta['family']!r} on task {task!r} with seed {seed}; "
-                       f"it holds {have or 'none'} (task_sSEED); build it with build_zoo([{base.meta['family']!r}], [{task!r}], seeds=({seed},))")
+                       f"it holds {have or 'none'} (task_sSEED); build it with {m.builder}([{base.meta['family']!r}], [{task!r}], seeds=({seed},))")
     tensors, meta = load_artifact(fp)
     enc = copy.deepcopy(base)
     enc.model = load_adapter_tensors(enc.model, tensors, meta['finetune']['rank'], meta['finetune']['alpha']).eval()
-    enc.model.eval(); enc.name = f"{base.meta['family']}+ft:{task}:s{seed}"
+    enc.name = f"{base.meta['family']}+ft:{task}:s{seed}"
     enc.meta.update(task=task, seed=seed, finetune=meta['finetune'])
     return enc
 
@@ -108,34 +104,32 @@ def _task_data_id(task: str) -> str:
     body = json.dumps([world.images_hash(d.images), d.labels.tolist(), d.classnames, d.templates])
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
-BUILD_SEED_STRIDE = 1000   # build seed b pretrains family f from seed f.seed + 1000·b (b = 0: the shipped zoo's seeds)
+def _image_recipe(family=None, **changes) -> dict:
+    "The settings of an image fine-tune as the zoo's files record them: the family's recipe (or `FINETUNE`), then `changes`."
+    return (finetune_recipe(family) if family is not None else FinetuneConfig.of(FINETUNE)).replace(**changes).to_dict()
 
-def pretraining_seed(seed: int, build_seed: int = 0) -> int:
-    "The seed a family of seed `seed` pretrains from in build `build_seed`: its initial weights and its caption sample."
-    return check_seed(seed) + BUILD_SEED_STRIDE * check_seed(build_seed, 'build_seed')
+def _image_finetune(base, task: str, seed: int, recipe: dict, progress: bool) -> tuple:
+    return finetune(base, task, seed=seed, progress=progress, config=FinetuneConfig(**recipe))
 
-def machine_record() -> dict:
-    "What a build ran on: the platform, the processor, the CPU count and torch's version."
-    import platform
-    return dict(platform=platform.platform(), processor=platform.processor() or platform.machine(), cpus=os.cpu_count(),
-                torch=torch.__version__)
+def _image_tokenizer() -> WordTokenizer: return WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
 
-def build_run(builder: str, started: str, t0: float, **args) -> dict:
-    "One entry of a zoo folder's `BUILDS.json`: what was asked (`args`), the command that asks it again, the machine, the times."
-    command = f"{builder}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
-    return dict(args, command=command, machine=machine_record(), started=started, wall_seconds=time.time() - t0,
-                finished=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
+IMAGE = Modality('image', 'platonic_ta.world', FAMILIES, family_spec, create_family_model, family_encoder, pretrain,
+                 _image_recipe, _image_finetune, _image_tokenizer, world.pretraining_fingerprint, _task_data_id,
+                 zoo_env='PLATONIC_TA_ZOO', zoo_dirname='zoo', builder='platonic_ta.zoo.build_zoo',
+                 micro=dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['weaves', 'grounds', 'badges'],
+                            pretrain_steps=60, finetune=dict(steps=30)), ship_limit_mb=30)
+MICRO = IMAGE.micro
 
-def _build_base(f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -> list:
+def _build_base(m: Modality, f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -> list:
     """Pretrain family `f` into `zoo` unless a valid base of today's pretraining world, `steps` and `build_seed` is
     there; what it built."""
     bp = base_path(zoo, f.name)
     with file_lock(bp):                   # another process building the same artefact waits, then finds it
-        _clear_leftovers(bp)
-        got = _try_load(bp)
-        if got and got[1].get('world') != world.pretraining_fingerprint():
+        clear_leftovers(bp)
+        got = try_load(bp)
+        if got and got[1].get('world') != m.world_id():
             raise ValueError(f'{bp} was pretrained on another world (fingerprint {got[1].get("world")}, today\'s '
-                             f'{world.pretraining_fingerprint()}): use another zoo folder (zoo=...) rather than overwrite it')
+                             f'{m.world_id()}): use another zoo folder (zoo=...) rather than overwrite it')
         if got and got[1].get('steps') != steps:
             raise ValueError(f'{bp} was built with {got[1].get("steps")} pretraining steps, not {steps}: use another zoo '
                              'folder (zoo=...) rather than overwrite it')
@@ -143,29 +137,28 @@ def _build_base(f, zoo: Path, steps: int, progress: bool, build_seed: int = 0) -
             raise ValueError(f'{bp} belongs to build seed {got[1].get("build_seed", 0)}, not {build_seed}: each build goes '
                              'to its own zoo folder (zoo=...)')
         if got: return []
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         seed = pretraining_seed(f.seed, build_seed)
-        enc, losses = pretrain(f, steps, seed=seed, progress=progress)
+        enc, losses = m.pretrain(f, steps, seed=seed, progress=progress)
         save_artifact(bp, enc.model.state_dict(), dict(kind='base', family=f.name, spec=asdict(f), steps=steps,
-                      build_seed=build_seed, pretraining_seed=seed,
-                      seconds=time.time() - t0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
-                      world=world.pretraining_fingerprint(),
-                      command=f'build_zoo(families=[{f.name!r}], pretrain_steps={steps}, build_seed={build_seed})'))
+                      build_seed=build_seed, pretraining_seed=seed, seconds=time.time() - t0,
+                      cpu_seconds=time.process_time() - c0, loss_first=losses[0], loss_last=float(np.mean(losses[-20:])),
+                      world=m.world_id(), command=f'{m.builder}(families=[{f.name!r}], pretrain_steps={steps}, build_seed={build_seed})'))
         return [str(bp.relative_to(zoo))]
 
-def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool) -> list:
+def _build_finetunes(m: Modality, f, tasks, seeds, zoo: Path, finetune: dict, progress: bool) -> list:
     "Fine-tune family `f`'s base on each of `tasks` and `seeds` unless a valid fine-tune of today's recipe is there; what it built."
     built, bp = [], base_path(zoo, f.name)
-    base = load_base(f.name, zoo)
-    cfg = finetune_recipe(f).replace(**({} if finetune_steps is None else {'steps': finetune_steps}))
+    base = load_base(f, zoo, m)
+    cfg = m.recipe(f, **finetune)
     for task in tasks:
-        data_id = _task_data_id(task)
+        data_id = m.task_data(task) if m.task_data else None
         for seed in seeds:
             fp = ft_path(zoo, f.name, task, seed)
             with file_lock(fp):
-                _clear_leftovers(fp)
-                got = _try_load(fp)
-                if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg.to_dict())):
+                clear_leftovers(fp)
+                got = try_load(fp)
+                if got and (diff := _recipe_diff(got[1].get('finetune', {}), cfg)):
                     raise ValueError(f'{fp} was fine-tuned with other settings ({diff}): use another zoo folder '
                                      '(zoo=...) rather than overwrite it')
                 if got and got[1].get('task_data') != data_id:
@@ -173,12 +166,13 @@ def _build_finetunes(f, tasks, seeds, zoo: Path, finetune_steps, progress: bool)
                                      f'{got[1].get("task_data")}, now {data_id}): use another zoo folder (zoo=...) or '
                                      'register the task under another name rather than overwrite it')
                 if got: continue
-                t0 = time.time()
-                _, tensors, losses = finetune(base, task, seed=seed, progress=progress, config=cfg)
-                save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg.to_dict(),
-                                                seconds=time.time() - t0, loss_last=float(np.mean(losses[-10:])),
+                t0, c0 = time.time(), time.process_time()
+                _, tensors, losses = m.finetune(base, task, seed, cfg, progress)
+                save_artifact(fp, tensors, dict(kind='finetune', family=f.name, task=task, seed=seed, finetune=cfg,
+                                                seconds=time.time() - t0, cpu_seconds=time.process_time() - c0,
+                                                loss_last=float(np.mean(losses[-10:])),
                                                 base_sha256=json.loads(pair_paths(bp)[1].read_text())['sha256'],
-                                                task_data=data_id))
+                                                **({} if data_id is None else {'task_data': data_id})))
                 built.append(str(fp.relative_to(zoo)))
     return built
 
@@ -189,20 +183,26 @@ def _build_worker(args):
     return _build([fam], **kw)
 
 def build_zoo(families=None, tasks=None, seeds=(0,), zoo: Path | None = None, pretrain_steps: int | None = None,
-              finetune_steps: int | None = None, progress: bool = True, workers: int = 1, build_seed: int = 0) -> Path:
-    """Build (or resume) pretrained families and their source fine-tunes; valid artefacts are kept, bad ones rebuilt.
-    `build_seed` pretrains every family from another seed (same world, same recipe): an independent build, for its own
-    folder."""
-    t0, started = time.time(), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+              finetune_steps: int | None = None, progress: bool = True, workers: int = 1, build_seed: int = 0,
+              finetune: dict | None = None, modality: Modality | None = None) -> Path:
+    """Build (or resume) pretrained families of a modality (default: image) and their source fine-tunes; valid
+    artefacts are kept, bad ones rebuilt. `finetune` changes settings of the fine-tune recipe (`finetune_steps` its
+    steps); `build_seed` pretrains every family from another seed (same world, same recipe): an independent build,
+    for its own folder."""
+    m = modality or IMAGE
+    t0, c0, started = time.time(), cpu_seconds(), time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     build_seed = check_seed(build_seed, 'build_seed')
-    zoo = Path(zoo or default_zoo_dir())
-    built = _build(families, tasks, seeds, zoo, pretrain_steps, finetune_steps, progress, workers, build_seed)
-    log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, built, and its wall time
+    zoo = Path(zoo or default_zoo_dir(m))
+    finetune = {**(finetune or {}), **({} if finetune_steps is None else {'steps': finetune_steps})}
+    m.recipe(None, **finetune)                                 # a misspelt setting stops here, before any work
+    built = _build(families, tasks, seeds, zoo, pretrain_steps, finetune, progress, workers, build_seed, m)
+    log = zoo / 'BUILDS.json'                # every build or resume of this folder: what was asked, built, and its times
     with file_lock(log):
         runs = json.loads(log.read_text()) if log.exists() else []
-        runs.append(dict(build_run('build_zoo', started, t0, families=families, tasks=tasks, seeds=list(seeds), zoo=str(zoo),
-                                   pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, workers=workers,
-                                   build_seed=build_seed), built=built))
+        runs.append(dict(build_run(m.builder.rpartition('.')[2], started, t0,
+                                   families=None if families is None else [m.spec(f).name for f in families], tasks=tasks,
+                                   seeds=list(seeds), zoo=str(zoo), pretrain_steps=pretrain_steps, finetune=finetune,
+                                   workers=workers, build_seed=build_seed), built=built, cpu_seconds=cpu_seconds() - c0))
         atomic_write_text(log, json.dumps(runs, indent=1))
     return zoo
 
@@ -210,7 +210,8 @@ def _build_pool(families, tasks, kw: dict, workers: int) -> list:
     "Build on `workers` processes: one job per family's pretraining (the longest first), then one per (family, task) as soon as its base exists."
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    order = families if kw['pretrain_steps'] is not None else sorted(families, key=lambda f: -family_spec(f).steps)
+    m = kw['m']
+    order = families if kw['pretrain_steps'] is not None else sorted(families, key=lambda f: -m.spec(f).steps)
     built = []
     with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
         try:
@@ -225,49 +226,50 @@ def _build_pool(families, tasks, kw: dict, workers: int) -> list:
             raise
     return built
 
-def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune_steps=None, progress=True,
-           workers=1, build_seed=0) -> list:
+def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None, finetune=None, progress=True,
+           workers=1, build_seed=0, m: Modality | None = None) -> list:
     "Build what is missing; returns the artefacts this call built (paths relative to the zoo folder)."
-    zoo = Path(zoo or default_zoo_dir())
-    families = list(FAMILIES) if families is None else list(families)
-    tasks = world.list_tasks(controls=False) if tasks is None else list(tasks)
-    for t in tasks: world.check_task(t, 'train')
-    for fam in families: family_spec(fam)
-    mine = [t for t in tasks if t not in world.TASKS]
+    m = m or IMAGE
+    zoo = Path(zoo or default_zoo_dir(m))
+    families = list(m.families) if families is None else list(families)
+    tasks = m.world.list_tasks(controls=False) if tasks is None else list(tasks)
+    for t in tasks: m.world.check_task(t, 'train')
+    for fam in families: m.spec(fam)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f'workers must be a positive int, got {workers!r}')
+    mine = [t for t in tasks if t not in m.world.TASKS]
     if mine and workers > 1 and len(families) * max(1, len(tasks)) > 1:
         raise ValueError(f'tasks {mine} are registered in this process only, and the workers of build_zoo(workers={workers}) '
                          'are fresh processes that do not know them: build them with workers=1')
-    tok = WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
-    for t in mine: check_task_prompts(tok, t)               # before any pretraining: the families cannot read other words
+    for t in mine: check_task_prompts(m.tokenizer(), t)     # before any pretraining: the families cannot read other words
     if workers > 1 and len(families) * max(1, len(tasks)) > 1:
-        kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, progress=progress,
-                  build_seed=build_seed)
+        kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune=finetune or {}, progress=progress,
+                  build_seed=build_seed, m=m)
         return _build_pool(families, tasks, kw, workers)
     built = []
     for fam in families:
-        f = family_spec(fam)
-        built += _build_base(f, zoo, f.steps if pretrain_steps is None else pretrain_steps, progress, build_seed)
-        if tasks: built += _build_finetunes(f, tasks, seeds, zoo, finetune_steps, progress)
+        f = m.spec(fam)
+        built += _build_base(m, f, zoo, f.steps if pretrain_steps is None else pretrain_steps, progress, build_seed)
+        if tasks: built += _build_finetunes(m, f, tasks, seeds, zoo, finetune or {}, progress)
     return built
 
 # %% ../nbs/01_zoo.ipynb #134e6198
-MICRO = dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['weaves', 'grounds', 'badges'],
-             pretrain_steps=60, finetune_steps=30)
-
-def _micro_recipe_id() -> str:
-    "8 hex digits naming the micro zoo's recipe (MICRO, its families' specs and fine-tune settings)."
-    rec = dict(MICRO, specs=[asdict(FAMILIES[f]) for f in MICRO['families']], finetune=FINETUNE, world=world.fingerprint())
+def _micro_recipe_id(m: Modality) -> str:
+    "8 hex digits naming a modality's micro zoo recipe (its families' specs, the fine-tune settings, the world)."
+    rec = dict(m.micro, specs=[asdict(m.spec(f)) for f in m.micro['families']], finetune=m.recipe(None, **m.micro['finetune']),
+               world=m.world.fingerprint())
     return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 @dataclass
 class Zoo:
-    "A zoo folder and what it holds."
+    "A zoo folder of one modality and what it holds."
     path: Path
     families: list
     tasks: list
     seeds: list = field(default_factory=lambda: [0])
-    def base(self, family) -> DualEncoder: return load_base(family, self.path)
-    def finetune(self, family, task, seed=0, base=None) -> DualEncoder: return load_finetune(family, task, seed, self.path, base)
+    modality: Modality = IMAGE
+    def base(self, family) -> DualEncoder: return load_base(family, self.path, self.modality)
+    def finetune(self, family, task, seed=0, base=None) -> DualEncoder:
+        return load_finetune(family, task, seed, self.path, base, self.modality)
 
 def _ft_records(path: Path, family: str) -> list:
     "`[(record path, task, seed)]` of the fine-tunes in a zoo folder (other files in `ft/` are no fine-tune's)."
@@ -277,13 +279,14 @@ def _ft_records(path: Path, family: str) -> list:
         if task and seed.isascii() and seed.isdigit(): out.append((p, task, int(seed)))
     return out
 
-def _scan(path: Path) -> Zoo:
-    fams = [f for f in FAMILIES if pair_paths(base_path(path, f))[1].exists()]
+def _scan(path: Path, m: Modality | None = None) -> Zoo:
+    m = m or IMAGE
+    fams = [f for f in m.families if pair_paths(base_path(path, f))[1].exists()]
     fts = [(t, s) for f in fams for _, t, s in _ft_records(path, f)]
     seeds = sorted({s for _, s in fts})
-    tasks = sorted({t for t, _ in fts},
-                   key=lambda t: list(world.TASKS).index(t) if t in world.TASKS else 99)
-    return Zoo(path, fams, tasks, seeds or [0])
+    order = list(m.world.TASKS)
+    tasks = sorted({t for t, _ in fts}, key=lambda t: order.index(t) if t in order else 99)
+    return Zoo(Path(path), fams, tasks, seeds or [0], m)
 
 # %% ../nbs/01_zoo.ipynb #bee7f1cf
 def _recipe_diff(got: dict, want: dict, skip=()) -> str:
@@ -292,95 +295,94 @@ def _recipe_diff(got: dict, want: dict, skip=()) -> str:
     return ', '.join(f'{k}: {got.get(k)!r} -> {want.get(k)!r}' for k in sorted(set(got) | set(want))
                      if k not in skip and got.get(k) != want.get(k))
 
-def stale_families(path: Path) -> dict:
+def stale_families(path: Path, modality: Modality | None = None) -> dict:
     """{family: why} for the families in a zoo folder whose world or recorded recipe is not today's: the base's
     pretraining world and spec, each fine-tune's settings and, for a task of the world, its task's data."""
-    out = {}
-    for fam in _scan(Path(path)).families:
-        try: meta = read_record(pair_paths(base_path(path, fam))[1], 'zoo file', 'rebuild it with build_zoo', ArtifactError)
-        except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; continue
-        if meta.get('world') != world.pretraining_fingerprint():
-            out[fam] = (f"pretrained on another world (fingerprint {meta.get('world')}, today's {world.pretraining_fingerprint()}: "
+    m, out = modality or IMAGE, {}
+    for fam in _scan(Path(path), m).families:
+        try: meta = read_record(pair_paths(base_path(path, fam))[1], 'zoo file', 'rebuild it', ArtifactError)
+        except ArtifactError as e: out[fam] = f'damaged: {e}'; continue
+        if meta.get('world') != m.world_id():
+            out[fam] = (f"pretrained on another world (fingerprint {meta.get('world')}, today's {m.world_id()}: "
                         "words, grounding rates or captions changed)")
             continue
-        spec = meta.get('spec', {})
-        if diff := _recipe_diff(spec, asdict(FAMILIES[fam]), skip=('finetune',)):   # the base: pretraining settings only
+        if diff := _recipe_diff(meta.get('spec', {}), asdict(m.families[fam]), skip=('finetune',)):   # pretraining settings only
             out[fam] = f'built with other settings ({diff})'; continue
         for p, task, _ in _ft_records(path, fam):
-            try: ft = read_record(p, 'zoo file', 'rebuild it with build_zoo', ArtifactError)
-            except ArtifactError as e: out[fam] = f'damaged: {e}; rebuild it with build_zoo'; break
-            if diff := _recipe_diff(ft.get('finetune', {}), finetune_recipe(fam).to_dict()):
+            try: ft = read_record(p, 'zoo file', 'rebuild it', ArtifactError)
+            except ArtifactError as e: out[fam] = f'damaged: {e}'; break
+            if diff := _recipe_diff(ft.get('finetune', {}), m.recipe(fam)):
                 out[fam] = f'fine-tune {p.stem} built with other settings ({diff})'; break
-            if task in world.TASKS and ft.get('task_data') != (want := world.task_fingerprint(task)):
+            want = m.task_data(task) if m.task_data and task in m.world.TASKS else None
+            if want is not None and ft.get('task_data') != want:
                 out[fam] = (f"fine-tune {p.stem} learnt from other {task!r} data (task fingerprint {ft.get('task_data')}, "
                             f"today's {want}: the task's images or words changed)"); break
     return out
 
-def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True) -> Zoo:
-    "The micro zoo (built on demand), the one shipped in the package (`'shipped'`), the full embedded zoo (`'full'`: built here, else shipped), or a zoo folder."
-    if kind == 'shipped':                 # the same name as the audio side's (get_audio_zoo('shipped'))
-        z = _scan(shipped_zoo_dir())
-        if not z.families: raise FileNotFoundError(f"no zoo is shipped in {shipped_zoo_dir()}: build one with get_zoo('full')")
+def get_zoo(kind='micro', build: bool = True, workers: int = 1, progress: bool = True, modality: Modality | None = None) -> Zoo:
+    """A zoo of a modality (default: image): the micro zoo (built on demand), the one shipped in the package
+    (`'shipped'`), the full one (`'full'`: built here, else shipped, else built), or a zoo folder."""
+    m = modality or IMAGE
+    if kind == 'shipped':
+        z = _scan(shipped_zoo_dir(m), m)
+        if not z.families: raise FileNotFoundError(f"no {m.name} zoo is shipped in {shipped_zoo_dir(m)}: build one with {m.builder}(workers=2)")
         return z
     if kind == 'micro':
-        path = cache_root() / f'zoo-micro-{_micro_recipe_id()}'   # a recipe change builds a new micro zoo, never mixes
-        if build: build_zoo(MICRO['families'], MICRO['tasks'], zoo=path, pretrain_steps=MICRO['pretrain_steps'],
-                            finetune_steps=MICRO['finetune_steps'], workers=workers, progress=progress)
-        return Zoo(path, list(MICRO['families']), list(MICRO['tasks']))
+        mic = m.micro
+        path = cache_root() / f'{m.zoo_dirname.replace("_", "-")}-micro-{_micro_recipe_id(m)}'   # a recipe change builds a new micro zoo, never mixes
+        if build: build_zoo(mic['families'], mic['tasks'], zoo=path, pretrain_steps=mic['pretrain_steps'], finetune=mic['finetune'],
+                            workers=workers, progress=progress, modality=m)
+        return Zoo(path, list(mic['families']), list(mic['tasks']), modality=m)
     if kind == 'full':
-        for path in (default_zoo_dir(), shipped_zoo_dir()):
-            z = _scan(path)
-            if len(z.families) == len(FAMILIES) and len(z.tasks) == len(world.list_tasks(controls=False)):
-                stale = stale_families(path)
+        for path in (default_zoo_dir(m), shipped_zoo_dir(m)):
+            z = _scan(path, m)
+            if len(z.families) == len(m.families) and len(z.tasks) == len(m.world.list_tasks(controls=False)):
+                stale = stale_families(path, m)
                 if not stale: return z
                 warnings.warn(f'zoo {path} is not today\'s recipe and is skipped (nothing is deleted): {stale}; '
-                              'point PLATONIC_TA_ZOO at a new folder to build the current zoo, or open the old one with get_zoo(folder)')
+                              f'point {m.zoo_env} at a new folder to build the current zoo, or open the old one with get_zoo(folder)')
         if not build:
-            raise FileNotFoundError(f'no complete zoo in {default_zoo_dir()} or {shipped_zoo_dir()}; '
-                                    'build it: platonic_ta.zoo.build_zoo(workers=2) (five pretrainings and 40 fine-tunes: about 3,600 s of compute, half an hour with two workers)')
-        build_zoo(zoo=default_zoo_dir(), workers=workers, progress=progress)
-        return _scan(default_zoo_dir())
+            raise FileNotFoundError(f'no complete {m.name} zoo in {default_zoo_dir(m)} or {shipped_zoo_dir(m)}; build it: '
+                                    f'{m.builder}(workers=2) (the image zoo: five pretrainings and 40 fine-tunes, about 3,600 s '
+                                    'of compute, half an hour with two workers)')
+        build_zoo(zoo=default_zoo_dir(m), workers=workers, progress=progress, modality=m)
+        return _scan(default_zoo_dir(m), m)
     path = Path(kind)
     if not path.is_dir(): raise FileNotFoundError(f"zoo {kind!r}: not 'micro', 'shipped', 'full' or an existing folder")
-    z = _scan(path)
-    if not z.families: raise FileNotFoundError(f'{path} holds no zoo family (expected <family>/base.safetensors + .json)')
+    z = _scan(path, m)
+    if not z.families: raise FileNotFoundError(f'{path} holds no {m.name} zoo family (expected <family>/base.safetensors + .json)')
     return z
 
 # %% ../nbs/01_zoo.ipynb #b2c21f58
-SHIP_LIMIT_MB = 30   # the package carries at most this much zoo
+SHIP_LIMIT_MB = IMAGE.ship_limit_mb   # the package carries at most this much image zoo
 
-def _wall_seconds(zoo: Path) -> float | None:
-    "The wall time of the builds and resumes that made a zoo folder (its BUILDS.json), None when it has no record."
-    log = Path(zoo) / 'BUILDS.json'
-    return float(sum(r['wall_seconds'] for r in json.loads(log.read_text()))) if log.exists() else None
-
-def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str = 'build_zoo(workers=2)') -> Path:
-    "Copy a complete zoo of today's recipe (bases and `seeds` fine-tunes, verified) into the package, with a manifest."
+def ship_zoo(src: Path, dest: Path | None = None, seeds=(0,), command: str | None = None, modality: Modality | None = None) -> Path:
+    "Copy a complete zoo of today's recipe (bases and `seeds` fine-tunes, verified) into the package, with a manifest naming `command` (the build's call)."
     import shutil
-    src, dest = Path(src), Path(dest) if dest else shipped_zoo_dir()
-    z = _scan(src)
-    missing = [f for f in FAMILIES if f not in z.families] + [t for t in world.list_tasks(controls=False) if t not in z.tasks]
-    if missing: raise FileNotFoundError(f'{src} is not a complete zoo (missing {missing}); finish it with build_zoo(zoo={str(src)!r})')
-    if stale := stale_families(src): raise ValueError(f'{src} is not today\'s recipe: {stale}')
+    m = modality or IMAGE
+    src, dest = Path(src), Path(dest) if dest else shipped_zoo_dir(m)
+    z = _scan(src, m)
+    missing = [f for f in m.families if f not in z.families] + [t for t in m.world.list_tasks(controls=False) if t not in z.tasks]
+    if missing: raise FileNotFoundError(f'{src} is not a complete {m.name} zoo (missing {missing}); finish it with {m.builder}(zoo={str(src)!r})')
+    if stale := stale_families(src, m): raise ValueError(f'{src} is not today\'s recipe: {stale}')
     files = [base_path(src, f) for f in z.families] + [ft_path(src, f, t, s) for f in z.families for t in z.tasks for s in seeds]
-    for p in files: load_artifact(p)                       # every file verified before anything is copied
+    metas = [load_artifact(p)[1] for p in files]           # every file verified before anything is copied
     size = sum(q.stat().st_size for p in files for q in pair_paths(p))
-    if size > SHIP_LIMIT_MB * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {SHIP_LIMIT_MB} MB the package may carry')
+    if size > m.ship_limit_mb * 1e6: raise ValueError(f'{size / 1e6:.1f} MB is over the {m.ship_limit_mb} MB the package may carry')
     tmp = dest.with_name(dest.name + '.tmp')
     if tmp.exists(): shutil.rmtree(tmp)
-    secs = []
     for p in files:
         out = tmp / p.relative_to(src)
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(pair_paths(p)[0], pair_paths(out)[0])
-        shutil.copy2(pair_paths(p)[1], pair_paths(out)[1])   # verified above
-        meta = json.loads(pair_paths(p)[1].read_text())
-        secs.append(meta.get('seconds', 0.0))
+        for q, r in zip(pair_paths(p), pair_paths(out)): shutil.copy2(q, r)
+    runs = json.loads((src / 'BUILDS.json').read_text()) if (src / 'BUILDS.json').exists() else []
     size = sum(f.stat().st_size for f in tmp.rglob('*') if f.is_file())
     (tmp / 'MANIFEST.json').write_text(json.dumps(dict(
-        command=f'platonic_ta.zoo.{command}', seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size,
-        build_seconds=float(sum(secs)), build_wall_seconds=_wall_seconds(src), family_seeds={f: FAMILIES[f].seed for f in z.families},
-        library_version=platonic_ta.__version__, torch_version=torch.__version__), indent=1))
+        command=f"{m.builder.rpartition('.')[0]}.{command or m.builder.rpartition('.')[2] + '(workers=2)'}", seeds=list(seeds), families=z.families, tasks=z.tasks, bytes=size, world=m.world_id(),
+        build_seconds=float(sum(x.get('seconds', 0.0) for x in metas)), artefact_cpu_seconds=float(sum(x.get('cpu_seconds', 0.0) for x in metas)),
+        build_wall_seconds=wall_seconds(src), build_cpu_seconds=sum(r.get('cpu_seconds', 0.0) for r in runs) if runs else None,
+        family_seeds={f: m.families[f].seed for f in z.families}, library_version=platonic_ta.__version__,
+        torch_version=torch.__version__), indent=1))
     if dest.exists():                                      # keep the previous copy until the new one is in place
         old = dest.with_name(dest.name + f'.old-{int(time.time())}'); os.replace(dest, old); shutil.rmtree(old)
     os.replace(tmp, dest)

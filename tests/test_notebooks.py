@@ -86,6 +86,7 @@ NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_
             '01e_families.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01f_encoders.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01h_checkpoints.ipynb': 'no slow cell: nbdev_test runs every cell',
+            '01j_zoo_files.ipynb': 'no slow cell: nbdev_test runs every cell',
             '01g_training.ipynb': 'no slow cell: nbdev_test runs every cell',
             '02a_grids.ipynb': 'no slow cell: nbdev_test runs every cell',
             '02b_cache.ipynb': 'no slow cell: nbdev_test runs every cell',
