@@ -14,7 +14,8 @@ from tqdm.auto import tqdm
 from .heads import image_tower
 from .grids import Grid
 from .cache import EmbeddingCache
-from .encoders import prompt_embeddings
+from .encoders import prompt_embeddings, predict, class_embeddings
+from .metrics import read_metrics
 from .descriptors import Descriptor, affinity, descriptor
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors, lora_targets, LORA_TARGETS
@@ -284,7 +285,6 @@ def load_adapter(target, path, check_target: bool = True, name: str | None = Non
 @torch.no_grad()
 def accuracies(enc, eval_sets: dict, tasks) -> dict:
     "`{task: accuracy}` of `enc` on `eval_sets[task]` (a `TaskData`): `encoders.predict` against `enc`'s class embeddings."
-    from platonic_ta.encoders import predict, class_embeddings
     out = {}
     for t in tasks:
         es = eval_sets[t]
@@ -374,7 +374,6 @@ def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
     if adapter_fit == 'default': return {}
     if adapter_fit != 'adapter':
         raise ValueError(f"adapter_fit must be 'default' or 'adapter' (the fit 05_adapter chose), got {adapter_fit!r}")
-    from platonic_ta.metrics import read_metrics
     m = read_metrics(report_dir)
     missing = [k for k in ('adapter.rule_class_relative', 'adapter.rule_anchor') if k not in m]
     if missing:

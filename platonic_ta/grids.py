@@ -11,6 +11,7 @@ from typing import Sequence
 import torch
 
 from .guards import check_count, check_seed, few
+from . import world, audio_world
 
 # %% auto #0
 __all__ = ['CONTEXT_PER_TASK', 'CORPUS_SEED', 'short_hash', 'check_images', 'image_hashes', 'set_hash', 'prompts_hash',
@@ -137,15 +138,12 @@ CONTEXT_PER_TASK = 125   # unlabeled training images of each other task that a w
 
 def world_of(name: str):
     "The world module (`platonic_ta.world` or `platonic_ta.audio_world`) that has a task `name`, or None (a task of your own)."
-    from platonic_ta import world
     if name in world.TASKS: return world
-    from platonic_ta import audio_world
     return audio_world if name in audio_world.TASKS else None
 
 def task_data(task, split: str = 'train'):
     "`task` as its `split`'s TaskData, checked: a name (of the image or the audio world, or one you registered) or a loaded TaskData."
     if isinstance(task, str):
-        from platonic_ta import world
         src = world_of(task) or world      # a task of the audio world loads from there; others (yours too) from world
         return src.load_task(task, split)
     missing = [a for a in ('images', 'classnames', 'templates', 'name') if not hasattr(task, a)]
@@ -153,9 +151,7 @@ def task_data(task, split: str = 'train'):
     if getattr(task, 'split', split) != split:
         raise ValueError(f"probes come from the training split, but this TaskData is the {task.split!r} split: "
                          f"load it with load_task(name, 'train')")
-    if hasattr(task, 'labels'):
-        from platonic_ta.world import check_task_data
-        check_task_data(task, 'make_grid')
+    if hasattr(task, 'labels'): world.check_task_data(task, 'make_grid')
     return task
 
 def _draw(data, n: int, seed: int) -> torch.Tensor:

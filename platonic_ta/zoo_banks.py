@@ -9,6 +9,8 @@ from typing import Sequence
 import torch
 
 from . import world
+from .zoo import ft_path
+from ._io import pair_paths
 from .guards import check_count, check_seed, few
 from .grids import Grid, image_hashes
 from .cache import EmbeddingCache
@@ -33,8 +35,6 @@ def null_key(source: str) -> str:
 
 def zoo_seeds_present(Z, seeds=(0, 1, 2)) -> list:
     "The seeds in `seeds` whose fine-tunes exist for every family and task of zoo `Z` (seed 0 first); 0 is required."
-    from platonic_ta.zoo import ft_path
-    from platonic_ta._io import pair_paths
     ok = [check_seed(s) for s in dict.fromkeys(seeds)
           if all(pair_paths(ft_path(Z.path, f, t, int(s)))[1].exists() for f in Z.families for t in Z.tasks)]
     if 0 not in ok:

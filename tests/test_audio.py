@@ -154,9 +154,9 @@ def test_build_and_load_audio_zoo(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in z.rglob('*.safetensors')} == files
     runs = json.loads((z / 'BUILDS.json').read_text())
     assert len(runs) == 2 and all(r['cpu_seconds'] > 0 and r['wall_seconds'] > 0 for r in runs)
-    with pytest.raises(ValueError, match='another folder'):
+    with pytest.raises(ValueError, match='another zoo folder'):
         build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=3, finetune=small, progress=False)
-    with pytest.raises(ValueError, match='another folder'):
+    with pytest.raises(ValueError, match='another zoo folder'):
         build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune=dict(small, steps=2), progress=False)
     with pytest.raises(KeyError, match='unknown fine-tune settings'):
         build_audio_zoo([spec], [EDIT[0]], zoo=z, pretrain_steps=2, finetune=dict(stepz=2), progress=False)
