@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from .descriptors import Descriptor, GridMismatchError
 from .guards import check_number
+from .stats import retention
 
 # %% auto #0
 __all__ = ['CONTEXT_ROWS', 'replace_context_rows', 'single_transfer_rows', 'transfer_summary', 'common_drift', 'without_drift']
@@ -64,7 +65,7 @@ def transfer_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict
     rows = list(rows)
     if not rows: raise ValueError("no rows: score at least one source other than the target")
     m = check_number(min_own_gain, 'min_own_gain', 0, hint='points')
-    ret = [r['gain'] / r['own_gain'] for r in rows if r['own_gain'] > m]
+    ret = [retention(r['gain'], r['own_gain']) for r in rows if r['own_gain'] > m]
     mean = lambda k: float(np.mean([r[k] for r in rows]))
     return dict(cross_gain=mean('gain'), own_gain=mean('own_gain'), control_cost=-mean('control'),
                 own_control_cost=-mean('own_control'), retention=float(np.median(ret)) if ret else float('nan'),

@@ -17,7 +17,7 @@ from .descriptors import descriptor_cosine, consensus_descriptor
 from .factorization import SolveConfig
 from .scoring import Scorer
 from .metrics import read_metrics
-from .stats import mean_or_nan, sd_or_nan, points
+from .stats import mean_or_nan, sd_or_nan, points, retention
 from .zoo_banks import source_key, null_key, zoo_banks
 
 # %% auto #0
@@ -55,10 +55,9 @@ def retention_rows(rows: Sequence[Mapping], own_source: str) -> list:
     for r in rows:
         o = own.get((r['task_a'], r['task_b'], r['alpha']))
         if r['source'] == own_source or o is None: continue
-        ret = lambda x, y: x / y if y > 0 else float('nan')
         out.append(dict(source=r['source'], task_a=r['task_a'], task_b=r['task_b'], alpha=r['alpha'],
                         gain_a=r['gain_a'], gain_b=r['gain_b'], own_gain_a=o['gain_a'], own_gain_b=o['gain_b'],
-                        retention_a=ret(r['gain_a'], o['gain_a']), retention_b=ret(r['gain_b'], o['gain_b']),
+                        retention_a=retention(r['gain_a'], o['gain_a']), retention_b=retention(r['gain_b'], o['gain_b']),
                         both_gain=bool(r['gain_a'] > 0 and r['gain_b'] > 0)))
     return out
 
@@ -197,7 +196,6 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
         nr = [by[(null_of(x), a, b, al)] for x in seeds if (null_of(x), a, b, al) in by]
         null = None if (null_of(s), a, b, al) not in by else {k: mean_or_nan(x[k] for x in nr) for k in ('gain_a', 'gain_b', 'control_gain')}
         ga, gb = mean_or_nan(x['gain_a'] for x in sr), mean_or_nan(x['gain_b'] for x in sr)
-        ret = lambda x, y: x / y if y > 0 else float('nan')
         nan = float('nan')
         out.append(dict(source=s, task_a=a, task_b=b, alpha=al, gain_a=ga, gain_b=gb,
                         sd_a=sd_or_nan(x['gain_a'] for x in sr), sd_b=sd_or_nan(x['gain_b'] for x in sr), n_seeds=len(sr),
@@ -205,7 +203,7 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
                         null_gain_a=null['gain_a'] if null else nan, null_gain_b=null['gain_b'] if null else nan,
                         control_gain=mean_or_nan(x['control_gain'] for x in sr), own_control_gain=own['control_gain'],
                         null_control_gain=null['control_gain'] if null else nan,
-                        retention_a=ret(ga, own['gain_a']), retention_b=ret(gb, own['gain_b']),
+                        retention_a=retention(ga, own['gain_a']), retention_b=retention(gb, own['gain_b']),
                         both_gain=bool(ga > 0 and gb > 0),
                         n_null_seeds=len(nr) if null else 0,
                         beats_null=None if null is None else bool(ga + gb > null['gain_a'] + null['gain_b'])))
@@ -219,7 +217,7 @@ def median_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tu
 
 def null_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tuple:
     "`(median, count)` of the null's gain over the own gain per composed task, where the own gain exceeds `min_own_gain`."
-    vals = [c[f'null_gain_{x}'] / c[f'own_gain_{x}'] for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
+    vals = [retention(c[f'null_gain_{x}'], c[f'own_gain_{x}']) for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
     return (statistics.median(vals) if vals else float('nan')), len(vals)
 
 # %% ../nbs/04e_analysis.ipynb #3255efb4

@@ -28,15 +28,15 @@ def lora_targets(model: nn.Module, targets: str = 'qv') -> list:
     return [n for n, m in model.named_modules()
             if n.startswith(prefix + '.') and isinstance(m, (nn.Linear, nn.Conv2d))]
 
-def add_adapter(model: nn.Module, rank: int = 4, alpha: float = 8.0, seed: int = 0, targets: str = 'qv'):
+def add_adapter(model: nn.Module, rank: int = 4, lora_alpha: float = 8.0, seed: int = 0, targets: str = 'qv'):
     "Wrap `model` (its tower exposed) with peft LoRA on the image tower's q and v (or `targets`); all else frozen. Returns the `PeftModel`."
     from peft import LoraConfig, get_peft_model
-    rank, alpha, seed = check_count(rank, 'rank', 1), check_number(alpha, 'alpha', 0, lo_open=True), check_seed(seed)
+    rank, lora_alpha, seed = check_count(rank, 'rank', 1), check_number(lora_alpha, 'lora_alpha', 0, lo_open=True), check_seed(seed)
     names = lora_targets(model, targets)
     mods = dict(model.named_modules())
     width = sum(mods[n].in_features + mods[n].out_features for n in names if hasattr(mods[n], 'in_features'))
     check_alloc(16 * rank * width, f'a rank-{rank} LoRA on {len(names)} projections', 'pass a smaller rank')
-    cfg = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, bias='none',
+    cfg = LoraConfig(r=rank, lora_alpha=lora_alpha, lora_dropout=0.0, bias='none',
                      target_modules=target_regex(names), init_lora_weights=True)
     flags = {n: p.requires_grad for n, p in model.named_parameters()}
     with torch.random.fork_rng(devices=[]):
@@ -63,12 +63,12 @@ def adapter_tensors(peft_model) -> dict:
     return {k: v.detach().cpu().clone().contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
 
 # %% ../nbs/01c_lora.ipynb #4273854c
-def load_adapter_tensors(model: nn.Module, tensors: dict, rank: int, alpha: float, seed: int = 0,
+def load_adapter_tensors(model: nn.Module, tensors: dict, rank: int, lora_alpha: float, seed: int = 0,
                          targets: str = 'qv') -> nn.Module:
     "In place: expose q/k/v, put the saved LoRA factors `tensors` (from `adapter_tensors`) on `model`, merge. Returns the model."
     from peft import set_peft_model_state_dict
     expose_qkv(image_tower(model))
-    pm = add_adapter(model, rank, alpha, seed, targets)
+    pm = add_adapter(model, rank, lora_alpha, seed, targets)
     want = set(adapter_tensors(pm))
     if want != set(tensors):
         merge_adapter(pm)

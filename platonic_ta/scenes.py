@@ -10,7 +10,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SHAPES', 'COLOURS', 'SIZES', 'POSITIONS', 'COUNTS', 'TEXTURES', 'STYLES', 'DIGITS', 'DIRECTIONS', 'SIZE',
-           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'keyed_rng', 'pick', 'shape_mask', 'arrow_mask', 'bitmap_alpha',
+           'WORLD_SEED', 'FONT', 'TEXTURE_VARIANTS', 'keyed_rng', 'pick', 'shape_mask', 'arrow_mask', 'bitmap_coverage',
            'handwritten_digits', 'background', 'apply_style', 'render_scene', 'scene_item', 'scatter_items',
            'pick_style', 'distractors']
 
@@ -86,7 +86,7 @@ _FONT = {  # 5x7 bitmap font, rows top to bottom
     9: ['01110', '10001', '10001', '01111', '00001', '00010', '01100']}
 FONT = np.array([[[c == '1' for c in row] for row in _FONT[d]] for d in range(10)], dtype=np.float32)
 
-def bitmap_alpha(bitmap: np.ndarray, dx, dy, scale: float, smooth: bool = False):
+def bitmap_coverage(bitmap: np.ndarray, dx, dy, scale: float, smooth: bool = False):
     "Coverage in [0, 1] of a (h, w) bitmap centred in the item frame, `scale` pixels per bitmap cell."
     h, w = bitmap.shape
     gx, gy = dx / scale + w / 2 - 0.5, dy / scale + h / 2 - 0.5
@@ -186,12 +186,12 @@ def apply_style(img: np.ndarray, style: str, rng) -> np.ndarray:
     raise ValueError(f'unknown style {style!r}; styles are {STYLES}')
 
 # %% ../nbs/00a_scenes.ipynb #c3c02085
-def _paint(img, alpha, colour):
-    "Paint `colour` over `img` with coverage `alpha` (a boolean mask is written in place: the fast path)."
-    if alpha.dtype == bool:
-        img[alpha] = colour
+def _paint(img, coverage, colour):
+    "Paint `colour` over `img` where `coverage` (0 to 1, or a boolean mask, written in place: the fast path) covers it."
+    if coverage.dtype == bool:
+        img[coverage] = colour
         return img
-    a = alpha[..., None].astype(np.float32)
+    a = coverage[..., None].astype(np.float32)
     return img * (1 - a) + np.asarray(colour, np.float32) * a
 
 def _jitter_colour(name, rng, amount=18.0):
@@ -203,12 +203,12 @@ def render_scene(scene: dict, rng) -> np.ndarray:
     for it in scene['items']:
         dx, dy = _local(it['x'], it['y'], it.get('angle', 0.0))
         r = it['r']
-        if it['kind'] == 'shape': alpha = shape_mask(it['shape'], dx, dy, r)
-        elif it['kind'] == 'arrow': alpha = arrow_mask(dx, dy, r)
-        elif it['kind'] == 'glyph': alpha = bitmap_alpha(FONT[it['digit']], dx, dy, r / 3.5)
-        elif it['kind'] == 'hand': alpha = bitmap_alpha(handwritten_digits()[0][it['index']], dx, dy, r / 4.0, smooth=True)
+        if it['kind'] == 'shape': coverage = shape_mask(it['shape'], dx, dy, r)
+        elif it['kind'] == 'arrow': coverage = arrow_mask(dx, dy, r)
+        elif it['kind'] == 'glyph': coverage = bitmap_coverage(FONT[it['digit']], dx, dy, r / 3.5)
+        elif it['kind'] == 'hand': coverage = bitmap_coverage(handwritten_digits()[0][it['index']], dx, dy, r / 4.0, smooth=True)
         else: raise ValueError(f"unknown item kind {it['kind']!r}")
-        img = _paint(img, alpha, _jitter_colour(it['colour'], rng))
+        img = _paint(img, coverage, _jitter_colour(it['colour'], rng))
     img = apply_style(img, scene['style'], rng)
     return np.clip(img, 0, 255).round().astype(np.uint8).transpose(2, 0, 1)
 

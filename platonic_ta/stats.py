@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'spearman', 'by_tertile']
+__all__ = ['mean_or_nan', 'sd_or_nan', 'points', 'median_of', 'retention', 'spearman', 'by_tertile']
 
 # %% ../nbs/00f_stats.ipynb #375cc501
 def mean_or_nan(xs) -> float:
@@ -31,6 +31,10 @@ def median_of(rows: Sequence[Mapping], key: str = 'retention') -> tuple:
     "`(median, count)` of `key` over the rows where it is finite (NaN if none)."
     vals = [r[key] for r in rows if math.isfinite(r[key])]
     return (statistics.median(vals) if vals else float('nan')), len(vals)
+
+def retention(gain, own_gain, min_own_gain: float = 0.0) -> float:
+    "The share of the target's own gain that a transfer keeps, `gain / own_gain`; NaN unless `own_gain > min_own_gain` (the gains' unit)."
+    return gain / own_gain if own_gain > min_own_gain else float('nan')
 
 def spearman(x, y) -> float:
     "Spearman's rank correlation over the pairs where both are finite; NaN with fewer than three."

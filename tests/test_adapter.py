@@ -69,7 +69,7 @@ def test_adapter_targets_only_image_q_and_v(family):
     assert len(names) == N_TARGETS[family]
     assert all(n.startswith('visual.') for n in names)
     assert all(isinstance(m.get_submodule(n), nn.Linear) for n in names)
-    pm = add_adapter(m, rank=4, alpha=8.0, seed=0)
+    pm = add_adapter(m, rank=4, lora_alpha=8.0, seed=0)
     trainable = [n for n, p in pm.named_parameters() if p.requires_grad]
     assert trainable and all('lora_' in n and '.visual.' in n for n in trainable)
     wrapped = {n.split('.lora_')[0].removeprefix('base_model.model.') for n in trainable}
