@@ -60,11 +60,11 @@ def single_transfer_rows(scorer, own: str, sources: Sequence[str], tasks: Sequen
                              own_control=float(np.mean([mo[c] for c in controls])) if controls else float('nan')))
     return rows
 
-def transfer_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:
+def transfer_summary(rows: Sequence[Mapping], min_own_gain_points: float = 1.0) -> dict:
     "Means of `single_transfer_rows` (points; control cost = points the controls lose) and the median retention."
     rows = list(rows)
     if not rows: raise ValueError("no rows: score at least one source other than the target")
-    m = check_number(min_own_gain, 'min_own_gain', 0, hint='points')
+    m = check_number(min_own_gain_points, 'min_own_gain_points', 0, hint='points')
     ret = [retention(r['gain'], r['own_gain']) for r in rows if r['own_gain'] > m]
     mean = lambda k: float(np.mean([r[k] for r in rows]))
     return dict(cross_gain=mean('gain'), own_gain=mean('own_gain'), control_cost=-mean('control'),

@@ -209,15 +209,15 @@ def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], 
                         beats_null=None if null is None else bool(ga + gb > null['gain_a'] + null['gain_b'])))
     return out
 
-def median_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tuple:
-    "`(median, count)` of the per-task retentions of `cell_rows` whose own gain exceeds `min_own_gain` (NaN if none)."
-    min_own_gain = check_number(min_own_gain, 'min_own_gain')
-    vals = [c[f'retention_{x}'] for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
+def median_retention(cells: Sequence[Mapping], min_own_gain_frac: float = 0.01) -> tuple:
+    "`(median, count)` of the per-task retentions of `cell_rows` whose own gain exceeds `min_own_gain_frac` (NaN if none)."
+    min_own_gain_frac = check_number(min_own_gain_frac, 'min_own_gain_frac')
+    vals = [c[f'retention_{x}'] for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain_frac]
     return (statistics.median(vals) if vals else float('nan')), len(vals)
 
-def null_retention(cells: Sequence[Mapping], min_own_gain: float = 0.01) -> tuple:
-    "`(median, count)` of the null's gain over the own gain per composed task, where the own gain exceeds `min_own_gain`."
-    vals = [retention(c[f'null_gain_{x}'], c[f'own_gain_{x}']) for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain]
+def null_retention(cells: Sequence[Mapping], min_own_gain_frac: float = 0.01) -> tuple:
+    "`(median, count)` of the null's gain over the own gain per composed task, where the own gain exceeds `min_own_gain_frac`."
+    vals = [retention(c[f'null_gain_{x}'], c[f'own_gain_{x}']) for c in cells for x in 'ab' if c[f'own_gain_{x}'] > min_own_gain_frac]
     return (statistics.median(vals) if vals else float('nan')), len(vals)
 
 # %% ../nbs/04e_analysis.ipynb #3255efb4
@@ -266,7 +266,7 @@ def negation_summary(rows: Sequence[Mapping], kind: str, lam: float) -> dict:
 
 def target_summary(target: str, scorer: Scorer, tasks: Sequence[str], single: Sequence[Mapping], cons: Sequence[Mapping],
                    own_rows: Sequence[Mapping], ws_rows: Sequence[Mapping], oracle: Mapping, ceiling: Mapping,
-                   min_own_gain: float = 0.01) -> dict:
+                   min_own_gain_frac: float = 0.01) -> dict:
     "One target's addition at one α (points): cross-model, consensus, null, own, oracles and ceiling, controls, retention."
     f, bank = target, scorer.bank
     cs, cc = [c for c in single if c['target'] == f], [c for c in cons if c['target'] == f]
@@ -280,7 +280,7 @@ def target_summary(target: str, scorer: Scorer, tasks: Sequence[str], single: Se
                 ctl_cross=points(mean_or_nan(c['control_gain'] for c in cs)),
                 ctl_own=points(mean_or_nan(r['control_gain'] for r in ow)),
                 ctl_ws=points(mean_or_nan(r['control_gain'] for r in ws)) if ws else float('nan'),
-                ret_single=median_retention(cs, min_own_gain)[0], ret_consensus=median_retention(cc, min_own_gain)[0],
+                ret_single=median_retention(cs, min_own_gain_frac)[0], ret_consensus=median_retention(cc, min_own_gain_frac)[0],
                 both_gain=mean_or_nan(c['both_gain'] for c in cs), beats_null=mean_or_nan(c['beats_null'] for c in cs))
 
 def agreement_rows(descriptors: Mapping, families: Sequence[str], tasks: Sequence[str]) -> list:
@@ -321,7 +321,7 @@ def cached_probe_accuracy(enc, train: TaskData, test: TaskData, cache: Embedding
 def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_sets: Mapping, solve: SolveConfig | None,
                      n_probes: int, counts: Sequence[int], pairs: Sequence, alpha: float, controls=None,
                      cache: EmbeddingCache | None = None, full_cells: Sequence[Mapping] | None = None,
-                     min_own_gain: float = 0.01) -> list:
+                     min_own_gain_frac: float = 0.01) -> list:
     "Per probe count `n = max(4, n_probes // k)`, `k` in `counts`: gains and retention of banks on each grid's first `n` probes."
     out, n_full = [], check_count(n_probes, 'n_probes', 1, hint="the grids' own probes per task")
     families = list(bases)
@@ -335,6 +335,6 @@ def probe_count_rows(bases: Mapping, grids: Mapping, descriptors: Mapping, eval_
             cs_, _ = zoo_cells({f: Scorer(bk[f], eval_sets, cache=cache) for f in families}, pairs, (alpha,), controls)
         s_, c_ = [c for c in cs_ if c['source'] != 'consensus'], [c for c in cs_ if c['source'] == 'consensus']
         out.append(dict(n_probes=n, own=pair_gain(s_, 'own_'), cross=pair_gain(s_), consensus=pair_gain(c_), null=pair_gain(s_, 'null_'),
-                        ret_single=median_retention(s_, min_own_gain)[0], ret_consensus=median_retention(c_, min_own_gain)[0],
-                        ret_null=null_retention(s_, min_own_gain)[0], n_entries=median_retention(s_, min_own_gain)[1]))
+                        ret_single=median_retention(s_, min_own_gain_frac)[0], ret_consensus=median_retention(c_, min_own_gain_frac)[0],
+                        ret_null=null_retention(s_, min_own_gain_frac)[0], n_entries=median_retention(s_, min_own_gain_frac)[1]))
     return out

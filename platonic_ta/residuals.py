@@ -193,13 +193,13 @@ def bank_amplifications(bank, family: str, descriptors: Mapping, families: Seque
                           bank[(family, t)]).item() for t in tasks for g in families if g != family]
 
 def retention_entries(cells: Sequence[Mapping], descriptors: Mapping, banks: Mapping, source_gain: Mapping,
-                      min_own_gain: float = 0.01) -> list:
-    "One entry per (cell, composed task) whose own gain exceeds `min_own_gain`: retention and the agreements beside it."
+                      min_own_gain_frac: float = 0.01) -> list:
+    "One entry per (cell, composed task) whose own gain exceeds `min_own_gain_frac`: retention and the agreements beside it."
     out = []
     for c in cells:
         for x in 'ab':
             t = c[f'task_{x}']
-            if c[f'own_gain_{x}'] <= min_own_gain: continue
+            if c[f'own_gain_{x}'] <= min_own_gain_frac: continue
             f, s = c['target'], c['source']
             Us, Ut = descriptors[(s, t, 0)], descriptors[(f, t, 0)]
             out.append(dict(target=f, source=s, task=t, own_gain=c[f'own_gain_{x}'], retention=c[f'retention_{x}'],
@@ -256,12 +256,12 @@ def task_residuals(descriptors: Mapping, task: str, families: Sequence | None = 
                 implied_dispersion=implied_dispersion(mc) if 0 < mc <= 1 else float('nan'))
 
 def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence | None = None, scorer=None,
-                     strength: float = 1.0, min_own_gain: float = 1.0) -> list[dict]:
+                     strength: float = 1.0, min_own_gain_points: float = 1.0) -> list[dict]:
     """One row per source of `own`'s task: descriptor, operator and shift-field agreement with the target's own edit
     (`own` = its `(family, task)` key in `bank` and `descriptors`), amplification, and with a `scorer` the gains (points)
     and forfeited gain. Reads only the bank, the descriptors and the scorer: no forward pass."""
     strength = check_number(strength, 'strength')
-    min_own_gain = check_number(min_own_gain, 'min_own_gain', 0)
+    min_own_gain_points = check_number(min_own_gain_points, 'min_own_gain_points', 0)
     tgt, task = own
     if own not in bank: raise KeyError(f"the bank has no operator {own!r} (the target's own descriptor of {task!r}): add it")
     if own not in descriptors: raise KeyError(f"no descriptor {own!r} in descriptors")
@@ -293,16 +293,16 @@ def edit_diagnostics(bank, descriptors: Mapping, own: tuple, sources: Sequence |
             acc = scorer.score({key: strength}, tasks=[task])[task]
             r.update(zero_shot=base, acc_cross=acc, acc_own=acc_own, gain_cross=100 * (acc - base),
                      gain_own=100 * (acc_own - base))
-            r['forfeit'] = forfeited_gain(r['gain_cross'], r['gain_own'], min_own_gain)
+            r['forfeit'] = forfeited_gain(r['gain_cross'], r['gain_own'], min_own_gain_points)
         rows.append(r)
     return rows
 
 # %% ../nbs/06_residuals.ipynb #7cf52786
 AGREEMENTS = ('descriptor_agreement', 'operator_agreement', 'shift_agreement')
 
-def task_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:
+def task_summary(rows: Sequence[Mapping], min_own_gain_points: float = 1.0) -> dict:
     "`{task: means of the rows' agreements and gains, forfeit = 1 − mean gain_cross / mean gain_own}`."
-    min_own_gain = check_number(min_own_gain, 'min_own_gain', 0)
+    min_own_gain_points = check_number(min_own_gain_points, 'min_own_gain_points', 0)
     out = {}
     for task in dict.fromkeys(r['task'] for r in rows):
         rs = [r for r in rows if r['task'] == task]
@@ -312,7 +312,7 @@ def task_summary(rows: Sequence[Mapping], min_own_gain: float = 1.0) -> dict:
         if all('gain_cross' in r for r in rs):
             d['gain_cross'] = float(np.mean([r['gain_cross'] for r in rs]))
             d['gain_own'] = float(np.mean([r['gain_own'] for r in rs]))
-            d['forfeit'] = forfeited_gain(d['gain_cross'], d['gain_own'], min_own_gain)
+            d['forfeit'] = forfeited_gain(d['gain_cross'], d['gain_own'], min_own_gain_points)
         out[task] = d
     return out
 

@@ -470,7 +470,7 @@ def test_cell_rows_and_median_retention():
     assert not y['both_gain'] and y['beats_null'] is None and math.isnan(y['sd_a'])
     med, n = median_retention(cr)
     assert n == 8 and abs(med - 0.75) < 1e-12                     # values 1, 1, 0.5, -1 per α
-    assert math.isnan(median_retention(cr, min_own_gain=0.5)[0]) and median_retention(cr, min_own_gain=0.5)[1] == 0
+    assert math.isnan(median_retention(cr, min_own_gain_frac=0.5)[0]) and median_retention(cr, min_own_gain_frac=0.5)[1] == 0
     with pytest.raises(ValueError, match='own source'): cell_rows(rows, 'nobody', ['x'])
     with pytest.raises(ValueError, match='seed sources'): cell_rows(rows, 'own', ['x'], {'x': ['x@s9']})
 

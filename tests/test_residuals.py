@@ -188,7 +188,7 @@ def test_summary_and_correlations():
                              shift_agreement=op ** 2, amplification=1.0 + i, gain_cross=gc, gain_own=go))
     rows.append(dict(task='f', descriptor_agreement=0.1, operator_agreement=0.9, shift_agreement=0.2,
                      amplification=float('nan'), gain_cross=0.3, gain_own=0.5))   # own gain below 1 point: no forfeit
-    S = task_summary(rows, min_own_gain=1.0)
+    S = task_summary(rows, min_own_gain_points=1.0)
     assert list(S) == list('abcdef') and S['c']['n_cells'] == 2
     assert S["c"]["forfeit"] == pytest.approx(0.8) and math.isnan(S['f']['forfeit'])
     assert S['c']['median_amplification'] == 3.0 and math.isnan(S['f']['median_amplification'])

@@ -191,7 +191,7 @@ BAD_CALLS = {
     'zoo_descriptors seed 1.5': (lambda s: zoo_descriptors(None, {}, seeds=(0, 1.5)), TypeError),
     'lr_factor step > steps': (lambda s: lr_factor('cosine', 5, 3), ValueError),
     'forfeit min_own str': (lambda s: forfeited_gain(1.0, 2.0, min_own='0'), TypeError),
-    'task_summary min nan': (lambda s: task_summary([], min_own_gain=float('nan')), ValueError),
+    'task_summary min nan': (lambda s: task_summary([], min_own_gain_points=float('nan')), ValueError),
 }
 
 def _exposed(enc):
