@@ -82,6 +82,8 @@ class AudioEncoder(DualEncoder):
         "uint8 μ-law clips (n, 1, 1, L) -> log-mel features in the tower's layout, on the model's device and dtype."
         return self._logmel(clips).to(self.device, self.dtype)
 
+    encode_audio = DualEncoder.encode_inputs    # the audio name of the common one (`encode_image` answers too)
+
     def __deepcopy__(self, memo):
         return AudioEncoder(self.name, copy.deepcopy(self.model, memo), self.tokenizer, self.frontend, copy.deepcopy(self.meta))
 

@@ -145,7 +145,7 @@ def _get(self: EmbeddingCache, encoder, kind: str, inputs_hash: str, n_rows: int
 def embed_images(self: EmbeddingCache, encoder, images: torch.Tensor, key: str = 'images', hashes=None) -> torch.Tensor:
     "Image embeddings `z` (n, d), not normalised, of uint8 `images`; `key` labels the file, the content identifies it."
     hashes = image_hashes(images) if hashes is None else self._check_hashes(images, hashes)
-    fn = lambda: self._run(encoder, encoder.encode_image, images, f'{encoder.name} image {key}')
+    fn = lambda: self._run(encoder, encoder.encode_inputs, images, f'{encoder.name} image {key}')
     return self._get(encoder, 'image', set_hash(hashes), len(hashes), ('z',), fn, f'{encoder.name}-{key}')[0]
 
 @patch

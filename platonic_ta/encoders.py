@@ -105,9 +105,11 @@ class DualEncoder:
         return ((x - self.mean.to(dev)) / self.std.to(dev)).to(self.dtype)
 
     @torch.no_grad()
-    def encode_image(self, images: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
-        "Unnormalised image embeddings z (n, d)."
-        return self.features(images, batch_size)[1]
+    def encode_inputs(self, inputs: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
+        "Unnormalised embeddings z (n, d) of the model's inputs: uint8 images, or uint8 clips for an audio model."
+        return self.features(inputs, batch_size)[1]
+
+    encode_image = encode_inputs    # open_clip's name for it
 
     @torch.no_grad()
     def features(self, images: torch.Tensor, batch_size: int = 512):
@@ -218,7 +220,7 @@ def check_embeddings(z: torch.Tensor, what: str = 'image embeddings') -> torch.T
 
 def predict(enc: DualEncoder, images: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     "Zero-shot class predictions against unit class embeddings T (M, d)."
-    return (F.normalize(check_embeddings(enc.encode_image(images).float()), dim=-1) @ T.T).argmax(1)
+    return (F.normalize(check_embeddings(enc.encode_inputs(images).float()), dim=-1) @ T.T).argmax(1)
 
 def zero_shot_accuracy(enc: DualEncoder, data) -> float:
     world.check_task_data(data, 'zero_shot_accuracy')
@@ -234,4 +236,4 @@ def probe_accuracy(z_train: torch.Tensor, y_train: torch.Tensor, z_test: torch.T
 
 def linear_probe_accuracy(enc: DualEncoder, train, test, C: float = 10.0) -> float:
     "The linear probe of `enc`'s frozen image embeddings: fitted on `train`, scored on `test`."
-    return probe_accuracy(enc.encode_image(train.images), train.labels, enc.encode_image(test.images), test.labels, C)
+    return probe_accuracy(enc.encode_inputs(train.images), train.labels, enc.encode_inputs(test.images), test.labels, C)

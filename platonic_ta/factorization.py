@@ -210,7 +210,7 @@ def grid_features(target, grid, route: str, cache=None, dtype=torch.float64):
         a, z = cache.features(target, grid) if cache is not None else target.features(grid.images)
         F = head_route_features(a.to(dtype), z.to(dtype))
     else:
-        z = cache.image_embeddings(target, grid) if cache is not None else target.encode_image(grid.images)
+        z = cache.image_embeddings(target, grid) if cache is not None else target.encode_inputs(grid.images)
         F = embedding_route_features(z.to(dtype))
     T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
     return F, T.to(dtype)

@@ -45,7 +45,7 @@ def _set_tensors(target, route: str, images, labels, prompts, task: str, cache: 
         else: a, z = None, cache.embed_images(target, images, key=f'{task}-eval')
         T = cache.embed_prompts(target, prompts, key=task)
     else:
-        a, z = target.features(images) if route == 'head' else (None, target.encode_image(images))
+        a, z = target.features(images) if route == 'head' else (None, target.encode_inputs(images))
         T = prompt_embeddings(target, prompts)
     T = T.to(dt); T = T / T.norm(dim=1, keepdim=True)
     z = z.to(dt)

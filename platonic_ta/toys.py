@@ -43,7 +43,8 @@ class ToyEncoder:
         u = torch.tanh(self.model.P(images.float().flatten(1) / 255))
         return u, self.model.C(u)
 
-    def encode_image(self, images): return self.features(images)[1]
+    def encode_inputs(self, images): return self.features(images)[1]
+    encode_image = encode_inputs
 
     def encode_text(self, texts):
         "Text embeddings from byte histograms of the prompts."

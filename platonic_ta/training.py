@@ -106,7 +106,7 @@ def finetune(base: DualEncoder, task: str, steps: int | None = None, seed: int =
     enc = copy.deepcopy(base)
     if cfg.distill > 0:
         keep_x = source.caption_corpus(cfg.distill_n, seed=DISTILL_SEED)[0]
-        keep_z = F.normalize(base.encode_image(keep_x).float(), dim=-1).to(dev)
+        keep_z = F.normalize(base.encode_inputs(keep_x).float(), dim=-1).to(dev)
         Q = torch.linalg.qr(T.T).Q                              # orthonormal basis of the task's class directions
     expose_qkv(image_tower(enc.model))
     pm = add_adapter(enc.model, cfg.rank, cfg.alpha, seed)

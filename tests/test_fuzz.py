@@ -333,7 +333,7 @@ def test_edited_checkpoints(saved, where, bit, truncate):
 class ToyEncoder:
     name, preprocess_id, model = 'toy', 'toy', None
     def weights_hash(self): return 'toy-v1'
-    def encode_image(self, images): return images.flatten(1)[:, :5].double() / 255 + 0.5
+    def encode_inputs(self, images): return images.flatten(1)[:, :5].double() / 255 + 0.5
 
 @fast(100)
 @given(where=st.floats(0, 1), bit=st.integers(0, 7), truncate=st.booleans())

@@ -215,7 +215,7 @@ class SlowEncoder:
     name, preprocess_id, model = 'slow', 'toy', None
     def __init__(self, tally: str): self.tally = tally
     def weights_hash(self): return 'slow-encoder-v1'
-    def encode_image(self, images):
+    def encode_inputs(self, images):
         Path(self.tally, f'{os.getpid()}-{time.time_ns()}').touch()
         time.sleep(1.0)       # long enough that both processes ask before either has written
         return images.flatten(1)[:, :8].double() / 255 + 1
