@@ -15,6 +15,8 @@ from .paper import PAPER_STAGES, run_paper
 from .report import write_report
 from ._io import repo_root
 from .sweep import SweepError
+from .zoo import build_zoo, IMAGE
+from .audio_zoo import AUDIO
 
 # %% auto #0
 __all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'BUILD_SETTINGS', 'build_name', 'robustness', 'run_builds', 'builds_markdown',
@@ -141,8 +143,4 @@ def compare_builds(image_zoos=(), audio_zoos=(), out=None, report_dir=None, repl
 def build_one(out, build_seed: int, audio: bool = False, seeds=(0,), workers: int = 2) -> Path:
     "Build (or resume) an independent zoo from the pretraining seed `build_seed` into the folder `out`."
     check_seed(build_seed, 'build_seed'); check_count(workers, 'workers', 1)
-    if audio:
-        from platonic_ta.audio_zoo import build_audio_zoo
-        return build_audio_zoo(seeds=tuple(seeds), zoo=Path(out), workers=workers, build_seed=build_seed)
-    from platonic_ta.zoo import build_zoo
-    return build_zoo(seeds=tuple(seeds), zoo=Path(out), workers=workers, build_seed=build_seed)
+    return build_zoo(seeds=tuple(seeds), zoo=Path(out), workers=workers, build_seed=build_seed, modality=AUDIO if audio else IMAGE)
