@@ -13,7 +13,7 @@ from . import audio_world
 from .audio_frontend import FrontEnd, LogMel
 from .encoders import DualEncoder
 from .families import WordTokenizer, FinetuneConfig, FINETUNE
-from .training import contrastive_train, finetune
+from .training import pretrain_family, finetune
 from .zoo import (Modality, Zoo, load_base, load_finetune, build_zoo, get_zoo, ship_zoo, default_zoo_dir,
                              shipped_zoo_dir)
 
@@ -163,16 +163,9 @@ CORPUS_CAP = 20_000   # pretraining clips at most (320 MB of uint8): a family's 
 
 def pretrain_audio(family, steps: int | None = None, corpus_size: int | None = None, seed: int | None = None,
                    progress: bool = True) -> tuple:
-    "Pretrain an audio family from scratch on its own caption sample; returns (encoder, loss curve)."
-    f = _family(family)
-    steps = f.steps if steps is None else steps
-    seed = f.seed if seed is None else seed
-    enc = audio_family_encoder(f, create_audio_model(f, seed))
-    n = corpus_size or min(steps * f.batch, CORPUS_CAP)
-    clips, caps = audio_world.caption_corpus(n, seed=seed)
-    losses = contrastive_train(enc, clips, enc.tokenizer(caps), steps, f.batch, f.lr, seed, progress=progress,
-                               desc=f'pretrain {f.name}')
-    return enc, losses
+    "Pretrain an audio family from scratch on its own sample of the audio world's caption corpus (`training.pretrain_family`)."
+    return pretrain_family(_family(family), lambda f, s: audio_family_encoder(f, create_audio_model(f, s)),
+                           audio_world.caption_corpus, steps, corpus_size, seed, CORPUS_CAP, progress)
 
 def audio_recipe(family=None, **changes) -> dict:
     """The settings of an audio fine-tune as the zoo's files record them: `AUDIO_FINETUNE`, the family's overrides,

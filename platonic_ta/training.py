@@ -17,8 +17,8 @@ from .qkv import expose_qkv
 from .lora import add_adapter, merge_adapter, adapter_tensors
 
 # %% auto #0
-__all__ = ['SCHEDULES', 'DISTILL_SEED', 'lr_factor', 'contrastive_loss', 'contrastive_train', 'pretrain', 'finetune_logit_scale',
-           'finetune']
+__all__ = ['SCHEDULES', 'DISTILL_SEED', 'lr_factor', 'contrastive_loss', 'contrastive_train', 'pretrain_family', 'pretrain',
+           'finetune_logit_scale', 'finetune']
 
 # %% ../nbs/01g_training.ipynb #25e066a2
 SCHEDULES = ('constant', 'cosine')
@@ -64,18 +64,24 @@ def contrastive_train(enc, inputs, toks, steps: int, batch: int, lr: float, seed
     m.eval()
     return losses
 
-def pretrain(family, steps: int | None = None, corpus_size: int | None = None, seed: int | None = None,
-             progress: bool = True) -> tuple:
-    "Pretrain a family from scratch on its own caption sample; returns (encoder, loss curve)."
-    f = family_spec(family)
+def pretrain_family(f, make_encoder, corpus, steps: int | None = None, corpus_size: int | None = None,
+                    seed: int | None = None, corpus_cap: int = 150_000, progress: bool = True) -> tuple:
+    """Pretrain family spec `f` of any modality from scratch on its own seeded sample of a caption corpus
+    (`corpus(n, seed=)` -> inputs, captions; at most `corpus_cap` pairs); `make_encoder(f, seed)` builds its fresh
+    encoder. Returns (encoder, loss curve)."""
     steps = f.steps if steps is None else steps
     seed = f.seed if seed is None else seed
-    enc = family_encoder(f, create_family_model(f, seed))
-    n = corpus_size or min(steps * f.batch, 150_000)
-    imgs, caps = world.caption_corpus(n, seed=seed)
-    losses = contrastive_train(enc, imgs, enc.tokenizer(caps), steps, f.batch, f.lr, seed, f.loss, progress=progress,
-                               desc=f'pretrain {f.name}')
+    enc = make_encoder(f, seed)
+    inputs, caps = corpus(corpus_size or min(steps * f.batch, corpus_cap), seed=seed)
+    losses = contrastive_train(enc, inputs, enc.tokenizer(caps), steps, f.batch, f.lr, seed, getattr(f, 'loss', 'clip'),
+                               progress=progress, desc=f'pretrain {f.name}')
     return enc, losses
+
+def pretrain(family, steps: int | None = None, corpus_size: int | None = None, seed: int | None = None,
+             progress: bool = True) -> tuple:
+    "Pretrain an image family from scratch on its own sample of the world's caption corpus; returns (encoder, loss curve)."
+    return pretrain_family(family_spec(family), lambda f, s: family_encoder(f, create_family_model(f, s)), world.caption_corpus,
+                           steps, corpus_size, seed, progress=progress)
 
 
 
