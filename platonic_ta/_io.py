@@ -11,8 +11,8 @@ from .guards import json_digest, refuse_existing
 
 # %% auto #0
 __all__ = ['PAIR_KEYS', 'publish', 'atomic_write', 'atomic_write_text', 'save_safetensors', 'pair_paths', 'check_pair',
-           'read_safetensors', 'file_sha256', 'PairError', 'save_pair', 'read_record', 'load_pair', 'repo_root',
-           'cache_root', 'file_lock']
+           'read_safetensors', 'tensor_checksum', 'file_sha256', 'PairError', 'save_pair', 'read_record', 'load_pair',
+           'repo_root', 'cache_root', 'file_lock']
 
 # %% ../nbs/00c_io.ipynb #7018dea7
 def publish(tmp, path, overwrite: bool) -> None:
@@ -81,6 +81,14 @@ def read_safetensors(path) -> tuple[dict, dict]:
         meta = f.metadata() or {}
         return {k: f.get_tensor(k) for k in f.keys()}, meta
 
+def tensor_checksum(tensors: dict) -> str:
+    "SHA-256 over named tensors (sorted by name): what a saved file records to tie its parts together."
+    h = hashlib.sha256()
+    for k in sorted(tensors):
+        t = tensors[k]
+        h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
+    return h.hexdigest()
+
 def file_sha256(path) -> str:
     "sha256 of a file's bytes (read in 1 MiB chunks)."
     h = hashlib.sha256()
@@ -113,11 +121,7 @@ def read_record(js, what: str = 'file', fix: str = 'save it again', error=PairEr
 
 def _legacy_ok(record: dict, meta: dict, tensors: dict) -> bool:
     "A record written before `save_pair`: its tensor file's header keeps its digest, and it keeps the tensors' checksum."
-    h = hashlib.sha256()
-    for k in sorted(tensors):
-        t = tensors[k]
-        h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
-    return meta.get('manifest_sha256') == json_digest(record) and h.hexdigest() in (record.get('checksum'), record.get('u_checksum'))
+    return meta.get('manifest_sha256') == json_digest(record) and tensor_checksum(tensors) in (record.get('checksum'), record.get('u_checksum'))
 
 def load_pair(path, kind, what: str = 'file', make: str = 'save one first', error=PairError,
               unlabelled_ok: bool = False) -> tuple[dict, dict]:
@@ -131,19 +135,20 @@ def load_pair(path, kind, what: str = 'file', make: str = 'save one first', erro
     fmt = record.get('format')
     if fmt not in kinds and not (fmt is None and unlabelled_ok):
         raise error(f'{js} is a {fmt!r} record, not a {what} ({" or ".join(kinds)})')
-    def read():
-        try: return read_safetensors(st)
-        except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
     if 'digest' not in record and 'sha256' not in record:
-        tensors, meta = read()
+        try: tensors, meta = read_safetensors(st)
+        except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
         if _legacy_ok(record, meta, tensors): return tensors, record
         raise error(f'{st.name} and {js.name} do not belong together or are damaged (checksum mismatch); {fix}')
     body = {k: v for k, v in record.items() if k != 'digest'}
     if 'digest' in record and json_digest(body) != record['digest']:
         raise error(f'{js} does not match its own digest: it was damaged or edited by hand; {fix}')
-    if record.get('sha256') != file_sha256(st):
+    data = st.read_bytes()                     # read once: hashed, then deserialised from the same bytes
+    if record.get('sha256') != hashlib.sha256(data).hexdigest():
         raise error(f'{st} does not match the sha256 in {js.name} (truncated, damaged, or from another save); {fix}')
-    return read()[0], record
+    from safetensors.torch import load
+    try: return load(data), record
+    except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
 
 # %% ../nbs/00c_io.ipynb #a1242e53
 def repo_root(start: Path | None = None) -> Path:

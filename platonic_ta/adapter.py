@@ -25,6 +25,7 @@ from .guards import check_seed, check_alloc, check_kind, refuse_existing, json_d
 from . import __version__
 from ._io import pair_paths, save_pair, load_pair
 from .analysis import heldout_solve
+from .stats import mean_or_nan
 
 # %% auto #0
 __all__ = ['FITS', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side',
@@ -305,14 +306,13 @@ def side_by_side(cell: dict, zero_shot: dict, closed_form: dict, adapter: dict, 
 
 def adapter_gaps(rows) -> dict:
     "Gaps of the adapter to the closed form over `side_by_side` rows (points; NaN where no row of that kind)."
-    mean = lambda xs: sum(xs) / len(xs) if xs else float('nan')
     add = [r for r in rows if r['kind'] == 'addition']
     neg = [r for r in rows if r['kind'] == 'negation']
-    return dict(mean_gap_to_closed_form=mean([r['adapter'] - r['cf'] for r in add]),
-                negation_gap_to_closed_form=mean([r['cf'] - r['adapter'] for r in neg]),
-                control_gap_to_closed_form=mean([r['ctl_adapter'] - r['ctl_cf'] for r in rows]),
-                control_dist_adapter=mean([abs(r['ctl_adapter'] - r['ctl_zs']) for r in rows]),
-                control_dist_closed_form=mean([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))
+    return dict(mean_gap_to_closed_form=mean_or_nan([r['adapter'] - r['cf'] for r in add]),
+                negation_gap_to_closed_form=mean_or_nan([r['cf'] - r['adapter'] for r in neg]),
+                control_gap_to_closed_form=mean_or_nan([r['ctl_adapter'] - r['ctl_cf'] for r in rows]),
+                control_dist_adapter=mean_or_nan([abs(r['ctl_adapter'] - r['ctl_zs']) for r in rows]),
+                control_dist_closed_form=mean_or_nan([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))
 
 @torch.no_grad()
 def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None) -> dict:
@@ -362,10 +362,9 @@ def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig,
             moves[cell['kind']].append(edit_move(cell['coeffs'], acc, base_acc[cell['target']], others))
         if not (moves['addition'] and moves['negation']):
             raise ValueError("the held-out rule needs at least one addition and one negation cell")
-        mean = lambda xs: sum(xs) / len(xs)
-        rows.append(dict(config=cfg, fit=fit, anchor=anchor, add_gain=mean([m for m, _ in moves['addition']]),
-                         add_cost=mean([c for _, c in moves['addition']]), neg_removed=0.0 - mean([m for m, _ in moves['negation']]),
-                         neg_cost=mean([c for _, c in moves['negation']])))
+        rows.append(dict(config=cfg, fit=fit, anchor=anchor, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
+                         add_cost=mean_or_nan([c for _, c in moves['addition']]), neg_removed=0.0 - mean_or_nan([m for m, _ in moves['negation']]),
+                         neg_cost=mean_or_nan([c for _, c in moves['negation']])))
     return choose_fit(rows, max_cost), rows
 
 # %% ../nbs/05_adapter.ipynb #ae4a2a8f

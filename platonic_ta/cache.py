@@ -4,7 +4,7 @@
 
 # %% ../nbs/02b_cache.ipynb #15318cdb
 from __future__ import annotations
-import hashlib, json, math, warnings
+import json, math, warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -13,25 +13,19 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from . import __version__
-from ._io import save_safetensors, read_safetensors, atomic_write_text, cache_root, file_lock
+from ._io import save_safetensors, read_safetensors, tensor_checksum, atomic_write_text, cache_root, file_lock
 from .guards import check_count, check_number, few
 from .encoders import template_ensemble, check_prompts
 from .grids import Grid, short_hash, check_images, image_hashes, set_hash, prompts_hash
 
 # %% auto #0
-__all__ = ['CacheCorruptionWarning', 'tensor_checksum', 'EmbeddingCache']
+__all__ = ['CacheCorruptionWarning', 'EmbeddingCache']
 
 # %% ../nbs/02b_cache.ipynb #6ea251cc
 class CacheCorruptionWarning(UserWarning):
     "A cache file was unreadable or inconsistent; it was deleted and its contents recomputed."
 
-def tensor_checksum(tensors: dict) -> str:
-    "SHA-256 over named tensors (sorted by name): what a saved file records to tie its parts together."
-    h = hashlib.sha256()
-    for k in sorted(tensors):
-        t = tensors[k]
-        h.update(f'{k}|{t.dtype}|{tuple(t.shape)}|'.encode()); h.update(t.contiguous().numpy().tobytes())
-    return h.hexdigest()
+
 
 # %% ../nbs/02b_cache.ipynb #a7b317a8
 class EmbeddingCache:

@@ -11,6 +11,7 @@ import open_clip
 from .guards import check_count, check_seed
 from .encoders import DualEncoder
 from ._io import read_record, read_safetensors, PairError
+from .guards import safetensors_metadata
 
 # %% auto #0
 __all__ = ['CHECKPOINT_EXTS', 'TokenizerMissingWarning', 'hub_offline', 'hub_mode', 'CheckpointError', 'read_state_dict',
@@ -152,10 +153,10 @@ def recorded_weights_hash(path) -> str | None:
     if js.exists():
         try: rec = read_record(js, 'checkpoint record')
         except PairError as e: raise CheckpointError(f'{e}; save it again') from e
-        if rec.get('format', '').startswith('platonic_ta.'): return rec.get('weights_hash')
-    try: return read_safetensors(p)[1].get('weights_hash')
-    except Exception as e:
-        raise CheckpointError(f'{path} is not a readable safetensors file ({type(e).__name__}: {str(e)[:200]}); save or download it again') from e
+        if str(rec.get('format') or '').startswith('platonic_ta.'): return rec.get('weights_hash')
+    meta = safetensors_metadata(p)          # the header only: the weights were read once already, by the loader
+    if meta is None: raise CheckpointError(f'{path} is not a readable safetensors file; save or download it again')
+    return meta.get('weights_hash')
 
 def check_recorded_hash(enc: DualEncoder, path) -> None:
     "A checkpoint that records its weights hash (`save_edited` writes one) must load to those weights, or it is damaged."

@@ -143,10 +143,10 @@ def build_parser(verb: str | None = '*') -> argparse.ArgumentParser:
 
 # %% ../nbs/93_cli.ipynb #0b51e32a
 def cmd_demo(a) -> int:
-    from platonic_ta.report import STAGES, run_demo, run_stages, write_report
+    from platonic_ta.report import STAGES, run_demo, run_stages, write_report, select_stages
     from platonic_ta.lab import run_lab
     out = Path(a.out) if a.out else repo_root() / '_runs'
-    stages = STAGES if not a.only else {k: v for k, v in STAGES.items() if any(k.startswith(o) for o in a.only)}
+    stages = select_stages(STAGES, a.only)
     lab = not a.only or 'lab' in a.only
     if a.only and not stages and not lab: raise CLIError(f"--only matched no stage; stages are {list(STAGES)} and 'lab'")
     if not a.only: rc = run_demo(out, stages, jobs=a.jobs)

@@ -13,10 +13,10 @@ from fastcore.basics import patch
 
 from . import __version__
 from .grids import Grid, ContextWarning
-from .cache import EmbeddingCache, tensor_checksum
+from .cache import EmbeddingCache
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope
-from ._io import save_pair, load_pair, pair_paths
+from ._io import save_pair, load_pair, pair_paths, tensor_checksum
 from .factorization import GridFactors, SolveConfig, ROUTES, resolve_route, grid_features, ridge_spec
 from .edits import fold_operator, base_weights_hash, edit_record, EditStackError
 from .guards import check_coeff, check_kind, few

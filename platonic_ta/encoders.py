@@ -11,7 +11,7 @@ from fastcore.basics import patch
 from . import world
 from .heads import image_features, last_layer
 from .guards import few
-from .families import WordTokenizer, CONTEXT_LENGTH, family_spec, create_family_model
+from .families import family_spec, create_family_model, world_tokenizer
 
 # %% auto #0
 __all__ = ['tokenizer_fingerprint', 'text_limits', 'digest_scope', 'state_dict_digest', 'DualEncoder', 'family_encoder',
@@ -173,7 +173,7 @@ def family_encoder(family, model: nn.Module | None = None, name: str | None = No
     "Wrap a zoo family's model (fresh if not given)."
     f = family_spec(family)
     return DualEncoder(name or f.name, model if model is not None else create_family_model(f),
-                       WordTokenizer(world.vocabulary(), CONTEXT_LENGTH), f.image_size, meta={'family': f.name})
+                       world_tokenizer(), f.image_size, meta={'family': f.name})
 
 # %% ../nbs/01f_encoders.ipynb #8016b963
 def template_ensemble(t: torch.Tensor, prompts: Sequence[Sequence[str]]) -> torch.Tensor:

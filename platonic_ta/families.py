@@ -13,7 +13,7 @@ from .guards import check_count, check_number, check_seed
 
 # %% auto #0
 __all__ = ['LOSSES', 'ZOO_LOGIT_SCALE', 'FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'WordTokenizer', 'FinetuneConfig', 'FamilySpec',
-           'family_spec', 'finetune_recipe', 'create_family_model', 'check_task_prompts']
+           'family_spec', 'finetune_recipe', 'world_tokenizer', 'create_family_model', 'check_task_prompts']
 
 # %% ../nbs/01e_families.ipynb #1eb396d1
 class WordTokenizer:
@@ -188,12 +188,16 @@ def finetune_recipe(family) -> FinetuneConfig:
     except (KeyError, TypeError, ValueError) as e:
         raise type(e)(f'family {f.name!r}: its fine-tune overrides {f.finetune} are not a recipe: {e}') from e
 
+def world_tokenizer() -> WordTokenizer:
+    "The tokenizer every zoo family reads with: the world's words, ids padded to `CONTEXT_LENGTH`."
+    return WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
+
 def create_family_model(family, seed: int | None = None) -> nn.Module:
     "A freshly initialised open_clip model for a zoo family (CLIP, or CustomTextCLIP with a logit bias for sigmoid loss)."
     f = family_spec(family)
     _register_timm_models()
     torch.manual_seed(f.seed if seed is None else seed)
-    tok = WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
+    tok = world_tokenizer()
     text = CLIPTextCfg(**{**f.text, 'vocab_size': tok.vocab_size, 'context_length': CONTEXT_LENGTH,
                           'pad_id': tok.PAD, 'eos_id': tok.eot})
     vision = CLIPVisionCfg(**f.vision)

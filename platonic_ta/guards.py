@@ -9,8 +9,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'KINDS', 'LOADERS', 'check_number', 'check_count', 'check_seed', 'few', 'check_coeff', 'AllocationError',
-           'machine_memory', 'check_alloc', 'refuse_existing', 'file_kind', 'WrongKindError', 'json_digest',
-           'wrong_kind', 'check_kind']
+           'machine_memory', 'check_alloc', 'refuse_existing', 'safetensors_metadata', 'file_kind', 'WrongKindError',
+           'json_digest', 'wrong_kind', 'check_kind']
 
 # %% ../nbs/01b_guards.ipynb #b899b279
 def _scalar(x):
@@ -103,7 +103,7 @@ LOADERS = {'descriptor': 'Descriptor.load', 'operator bank': 'OperatorBank.load'
            'edited model checkpoint': 'load_edited', 'zoo base model': 'platonic_ta.zoo.load_base',
            'zoo fine-tune': 'platonic_ta.zoo.load_finetune', 'embedding cache entry': 'EmbeddingCache'}
 
-def _safetensors_meta(path: Path) -> dict | None:
+def safetensors_metadata(path: Path) -> dict | None:
     "The `__metadata__` of a safetensors header, read without torch (None if the header is not readable)."
     try:
         with open(path, 'rb') as f:
@@ -125,7 +125,7 @@ def file_kind(path) -> str:
             kind = KINDS.get(man.get('format')) or KINDS.get(man.get('kind'))
             if kind: return kind
     for f in ([st] if st.exists() else []) + ([p] if p.suffix == '.safetensors' and p != st else []):
-        meta = _safetensors_meta(f)
+        meta = safetensors_metadata(f)
         if meta is None: continue
         if meta.get('format') in KINDS: return KINDS[meta['format']]
         if 'key' in meta and 'checksum' in meta: return 'embedding cache entry'

@@ -10,7 +10,7 @@ from pathlib import Path
 from ._io import atomic_write_text
 from .guards import check_count
 from .metrics import record_metrics
-from .report import STAGES, CONTEXT, needs_of, stage_order, write_report
+from .report import STAGES, CONTEXT, needs_of, stage_order, write_report, select_stages
 from ._io import repo_root
 from .sweep import SweepError, code_version, make_executor, read_status, resolve_notebook, run_cell
 
@@ -120,7 +120,7 @@ def with_zoos(stages: dict, zoo=None, audio_zoo=None) -> dict:
 # %% ../nbs/94_paper.ipynb #94dfa372
 def paper_stages(only=None, zoo=None, audio_zoo=None) -> dict:
     "The stages of `PAPER_STAGES` whose names start with one of `only` (None: all), on the zoo folders given."
-    stages = PAPER_STAGES if not only else {k: v for k, v in PAPER_STAGES.items() if any(k.startswith(o) for o in only)}
+    stages = select_stages(PAPER_STAGES, only)
     if not stages: raise ValueError(f'--only {" ".join(only)} matched no stage; stages are {list(PAPER_STAGES)}')
     for flag, folder in (('--zoo', zoo), ('--audio-zoo', audio_zoo)):
         if folder is not None and not Path(folder).is_dir():

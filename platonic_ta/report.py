@@ -14,8 +14,8 @@ from .paper_figures import PAPER, EXPERIMENTS, PROTOCOL, paper_table
 from .lab import run_lab
 
 # %% auto #0
-__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'write_report', 'needs_of', 'stage_order', 'run_stages',
-           'run_benches', 'run_demo']
+__all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'write_report', 'needs_of', 'select_stages', 'stage_order',
+           'run_stages', 'run_benches', 'run_demo']
 
 # %% ../nbs/90_report.ipynb #59851cd8
 def write_report(report_dir: str | Path) -> Path:
@@ -98,6 +98,10 @@ def needs_of(stages: dict) -> dict:
     return {nb: n for nb, n in needs.items() if n}
 
 NEEDS = needs_of(STAGES)
+
+def select_stages(stages: dict, only=None) -> dict:
+    "The stages whose notebook names start with one of `only` (prefixes such as '04'; None or empty: all of them)."
+    return dict(stages) if not only else {k: v for k, v in stages.items() if any(k.startswith(o) for o in only)}
 
 def stage_order(stages, needs: dict | None = None, done=()) -> list:
     "The stages of `stages` not in `done` whose needs (within `stages`) are done, in the order a free worker takes them."

@@ -15,8 +15,8 @@ from ._io import atomic_write_text, read_record, pair_paths, cache_root, file_lo
 from .zoo_files import (ArtifactError, save_artifact, load_artifact, clear_leftovers, try_load, base_path, ft_path,
                                    pretraining_seed, cpu_seconds, build_run, wall_seconds)
 from .guards import check_seed
-from .families import (FAMILIES, FINETUNE, CONTEXT_LENGTH, WordTokenizer, FinetuneConfig, family_spec,
-                                  finetune_recipe, create_family_model, check_task_prompts)
+from .families import (FAMILIES, FINETUNE, FinetuneConfig, family_spec, finetune_recipe, create_family_model,
+                                  check_task_prompts, world_tokenizer)
 from .encoders import DualEncoder, family_encoder
 from .training import pretrain, finetune
 from .lora import load_adapter_tensors
@@ -111,10 +111,8 @@ def _image_recipe(family=None, **changes) -> dict:
 def _image_finetune(base, task: str, seed: int, recipe: dict, progress: bool) -> tuple:
     return finetune(base, task, seed=seed, progress=progress, config=FinetuneConfig(**recipe))
 
-def _image_tokenizer() -> WordTokenizer: return WordTokenizer(world.vocabulary(), CONTEXT_LENGTH)
-
 IMAGE = Modality('image', 'platonic_ta.world', FAMILIES, family_spec, create_family_model, family_encoder, pretrain,
-                 _image_recipe, _image_finetune, _image_tokenizer, world.pretraining_fingerprint, _task_data_id,
+                 _image_recipe, _image_finetune, world_tokenizer, world.pretraining_fingerprint, _task_data_id,
                  zoo_env='PLATONIC_TA_ZOO', zoo_dirname='zoo', builder='platonic_ta.zoo.build_zoo',
                  micro=dict(families=['vit_w96', 'rn_w16', 'siglip_map'], tasks=['weaves', 'grounds', 'badges'],
                             pretrain_steps=60, finetune=dict(steps=30)), ship_limit_mb=30)
@@ -240,7 +238,7 @@ def _build(families=None, tasks=None, seeds=(0,), zoo=None, pretrain_steps=None,
     if mine and workers > 1 and len(families) * max(1, len(tasks)) > 1:
         raise ValueError(f'tasks {mine} are registered in this process only, and the workers of build_zoo(workers={workers}) '
                          'are fresh processes that do not know them: build them with workers=1')
-    for t in mine: check_task_prompts(m.tokenizer(), t)     # before any pretraining: the families cannot read other words
+    for t in mine: check_task_prompts(m.tokenizer(), t, m.world)   # before any pretraining: the families cannot read other words
     if workers > 1 and len(families) * max(1, len(tasks)) > 1:
         kw = dict(seeds=seeds, zoo=zoo, pretrain_steps=pretrain_steps, finetune=finetune or {}, progress=progress,
                   build_seed=build_seed, m=m)
