@@ -143,11 +143,9 @@ def load_pair(path, kind, what: str = 'file', make: str = 'save one first', erro
     body = {k: v for k, v in record.items() if k != 'digest'}
     if 'digest' in record and json_digest(body) != record['digest']:
         raise error(f'{js} does not match its own digest: it was damaged or edited by hand; {fix}')
-    data = st.read_bytes()                     # read once: hashed, then deserialised from the same bytes
-    if record.get('sha256') != hashlib.sha256(data).hexdigest():
+    if record.get('sha256') != file_sha256(st):
         raise error(f'{st} does not match the sha256 in {js.name} (truncated, damaged, or from another save); {fix}')
-    from safetensors.torch import load
-    try: return load(data), record
+    try: return read_safetensors(st)[0], record      # memory-mapped: the page cache serves what the hash just read
     except Exception as e: raise error(f'{st} cannot be read ({type(e).__name__}: {e}); {fix}') from e
 
 # %% ../nbs/00c_io.ipynb #a1242e53
