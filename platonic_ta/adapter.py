@@ -348,13 +348,17 @@ def edit_move(coeffs, acc: dict, base: dict, others) -> tuple:
 
 def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig, vals: dict, others, base_acc: dict,
                 max_cost: float = 2.0, cache: EmbeddingCache | None = None) -> tuple:
-    """`(chosen AdapterConfig, rows)`: every `(fit, anchor)` candidate (on top of `config`) edits every cell
+    """`(chosen AdapterConfig, rows)`: every `(fit, anchor)` or `(fit, anchor, targets)` candidate (on top of `config`; without
+    `targets`, the config's own) edits every cell
     (`terms_of(cell)` its terms, `bases[cell['target']]` its target) and is scored on the held-out sets `vals` against
     `base_acc[target]`, the unedited target's accuracies there; one row per candidate (`add_gain`, `add_cost`,
     `neg_removed`, `neg_cost`: means over its addition and negation cells), and `choose_fit`'s choice within `max_cost`."""
     rows = []
-    for fit, anchor in candidates:
-        cfg = dataclasses.replace(config, fit=fit, anchor=anchor)
+    for cand in candidates:
+        if len(cand) not in (2, 3):
+            raise ValueError(f"a candidate is (fit, anchor) or (fit, anchor, targets), e.g. ('full', 0.03, 'every'); got {cand!r}")
+        fit, anchor, targets = (*cand, config.targets)[:3]
+        cfg = dataclasses.replace(config, fit=fit, anchor=anchor, targets=targets)
         moves = {'addition': [], 'negation': []}
         for cell in cells:
             edited = fit_adapter(bases[cell['target']], terms_of(cell), config=cfg, cache=cache, progress=False).encoder
@@ -362,14 +366,15 @@ def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig,
             moves[cell['kind']].append(edit_move(cell['coeffs'], acc, base_acc[cell['target']], others))
         if not (moves['addition'] and moves['negation']):
             raise ValueError("the held-out rule needs at least one addition and one negation cell")
-        rows.append(dict(config=cfg, fit=fit, anchor=anchor, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
+        rows.append(dict(config=cfg, fit=fit, anchor=anchor, targets=targets, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
                          add_cost=mean_or_nan([c for _, c in moves['addition']]), neg_removed=0.0 - mean_or_nan([m for m, _ in moves['negation']]),
                          neg_cost=mean_or_nan([c for _, c in moves['negation']])))
     return choose_fit(rows, max_cost), rows
 
 # %% ../nbs/05_adapter.ipynb #ae4a2a8f
 def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
-    "`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit` and `anchor` as 05's held-out rule chose them for `'adapter'`."
+    """`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit`, `anchor` and `targets` as 05's held-out rule chose
+    them for `'adapter'` (a record without `adapter.rule_every_projection` predates that choice: q and v)."""
     if adapter_fit == 'default': return {}
     if adapter_fit != 'adapter':
         raise ValueError(f"adapter_fit must be 'default' or 'adapter' (the fit 05_adapter chose), got {adapter_fit!r}")
@@ -378,4 +383,5 @@ def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
     if missing:
         raise ValueError(f"adapter_fit='adapter' needs {missing[0]} in {report_dir}/metrics.json: run 05_adapter with the "
                          "same report_dir first, or pass adapter_fit='default'")
-    return dict(fit='class_relative' if m['adapter.rule_class_relative'] else 'full', anchor=m['adapter.rule_anchor'])
+    return dict(fit='class_relative' if m['adapter.rule_class_relative'] else 'full', anchor=m['adapter.rule_anchor'],
+                targets='every' if m.get('adapter.rule_every_projection') else 'qv')
