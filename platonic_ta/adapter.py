@@ -29,7 +29,8 @@ from .stats import mean_or_nan
 
 # %% auto #0
 __all__ = ['FITS', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'heldout_fit', 'resolve_fit']
+           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'candidate_config', 'heldout_fit',
+           'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -346,19 +347,21 @@ def edit_move(coeffs, acc: dict, base: dict, others) -> tuple:
     mean = lambda xs: 100 * sum(xs) / len(xs)
     return (mean([acc[t] - base[t] for t in coeffs]), mean([base[t] - acc[t] for t in others if t not in coeffs]))
 
+def candidate_config(config: AdapterConfig, cand) -> AdapterConfig:
+    "`config` with a held-out rule's candidate on top: `(fit, anchor)`, or `(fit, anchor, targets)` (what the LoRA wraps)."
+    if isinstance(cand, str) or len(cand) not in (2, 3):
+        raise ValueError(f"a candidate is (fit, anchor) or (fit, anchor, targets), e.g. ('full', 0.03, 'every'); got {cand!r}")
+    fit, anchor, targets = (*cand, config.targets)[:3]
+    return dataclasses.replace(config, fit=fit, anchor=anchor, targets=targets)
+
 def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig, vals: dict, others, base_acc: dict,
                 max_cost: float = 2.0, cache: EmbeddingCache | None = None) -> tuple:
-    """`(chosen AdapterConfig, rows)`: every `(fit, anchor)` or `(fit, anchor, targets)` candidate (on top of `config`; without
-    `targets`, the config's own) edits every cell
+    """`(chosen AdapterConfig, rows)`: every candidate of `candidate_config` (on top of `config`) edits every cell
     (`terms_of(cell)` its terms, `bases[cell['target']]` its target) and is scored on the held-out sets `vals` against
     `base_acc[target]`, the unedited target's accuracies there; one row per candidate (`add_gain`, `add_cost`,
     `neg_removed`, `neg_cost`: means over its addition and negation cells), and `choose_fit`'s choice within `max_cost`."""
     rows = []
-    for cand in candidates:
-        if len(cand) not in (2, 3):
-            raise ValueError(f"a candidate is (fit, anchor) or (fit, anchor, targets), e.g. ('full', 0.03, 'every'); got {cand!r}")
-        fit, anchor, targets = (*cand, config.targets)[:3]
-        cfg = dataclasses.replace(config, fit=fit, anchor=anchor, targets=targets)
+    for cfg in [candidate_config(config, c) for c in candidates]:   # every candidate is checked before the first fit
         moves = {'addition': [], 'negation': []}
         for cell in cells:
             edited = fit_adapter(bases[cell['target']], terms_of(cell), config=cfg, cache=cache, progress=False).encoder
@@ -366,7 +369,7 @@ def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig,
             moves[cell['kind']].append(edit_move(cell['coeffs'], acc, base_acc[cell['target']], others))
         if not (moves['addition'] and moves['negation']):
             raise ValueError("the held-out rule needs at least one addition and one negation cell")
-        rows.append(dict(config=cfg, fit=fit, anchor=anchor, targets=targets, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
+        rows.append(dict(config=cfg, fit=cfg.fit, anchor=cfg.anchor, targets=cfg.targets, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
                          add_cost=mean_or_nan([c for _, c in moves['addition']]), neg_removed=0.0 - mean_or_nan([m for m, _ in moves['negation']]),
                          neg_cost=mean_or_nan([c for _, c in moves['negation']])))
     return choose_fit(rows, max_cost), rows
