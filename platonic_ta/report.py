@@ -15,7 +15,7 @@ from .lab import run_lab
 
 # %% auto #0
 __all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'write_report', 'needs_of', 'select_stages', 'stage_order',
-           'run_stages', 'run_benches', 'run_demo']
+           'papermill_parameters', 'run_stages', 'run_benches', 'run_demo']
 
 # %% ../nbs/90_report.ipynb #59851cd8
 def write_report(report_dir: str | Path) -> Path:
@@ -111,6 +111,12 @@ def stage_order(stages, needs: dict | None = None, done=()) -> list:
     return sorted(ready, key=lambda nb: (-waiting(nb), names.index(nb)))
 
 # %% ../nbs/90_report.ipynb #ddd6f878
+def papermill_parameters(params: dict) -> dict:
+    "`params` as a stage notebook should receive them: every tuple, at any depth, a list (papermill injects a tuple as its repr, a string)."
+    as_lists = lambda v: [as_lists(x) for x in v] if isinstance(v, (list, tuple)) else {k: as_lists(x) for k, x in v.items()} if isinstance(v, dict) else v
+    return {k: as_lists(v) for k, v in params.items()}
+
+# %% ../nbs/90_report.ipynb #754b8c91
 def _stage_paths(root: Path, out_dir: Path, nb: str) -> tuple[Path, Path]:
     src = root / 'nbs' / nb
     if not src.exists(): raise FileNotFoundError(f"stage notebook {src} is missing; known stages: {list(STAGES)}")
@@ -124,7 +130,7 @@ def _stage_params(out_dir, stages, extra=None) -> tuple:
     report_dir.mkdir(parents=True, exist_ok=True)
     stages = STAGES if stages is None else stages
     for nb in stages: _stage_paths(root, out_dir, nb)
-    params = {nb: dict(p, report_dir=str(report_dir.resolve()), **(extra or {})) for nb, p in stages.items()}
+    params = {nb: papermill_parameters(dict(p, report_dir=str(report_dir.resolve()), **(extra or {}))) for nb, p in stages.items()}
     return root, out_dir, report_dir, stages, params
 
 def run_stages(out_dir: str | Path | None = None, stages: dict | None = None, extra: dict | None = None,

@@ -10,7 +10,7 @@ from fastcore.basics import patch
 
 from .metrics import save_figure
 from .plots import plot_sweep
-from .report import write_report
+from .report import write_report, papermill_parameters
 from ._io import atomic_write_text, repo_root
 
 # %% auto #0
@@ -183,7 +183,7 @@ def run_cell(job: dict) -> dict:
     status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename,
                   executor=job.get('executor', 'local'), pid=os.getpid())
     try:
-        pm.execute_notebook(job['notebook'], str(out_nb), parameters=dict(job['params'], report_dir=str(job.get('report_dir') or cell_dir / 'report')),
+        pm.execute_notebook(job['notebook'], str(out_nb), parameters=papermill_parameters(dict(job['params'], report_dir=str(job.get('report_dir') or cell_dir / 'report'))),
                             kernel_name=job.get('kernel', 'python3'), cwd=job.get('cwd'), progress_bar=False,
                             log_output=False)
     except Exception as e:   # the cell's error is the sweep's data: reported, never raised
