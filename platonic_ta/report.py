@@ -113,8 +113,11 @@ def stage_order(stages, needs: dict | None = None, done=()) -> list:
 # %% ../nbs/90_report.ipynb #ddd6f878
 def papermill_parameters(params: dict) -> dict:
     "`params` as a stage notebook should receive them: every tuple, at any depth, a list (papermill injects a tuple as its repr, a string)."
-    as_lists = lambda v: [as_lists(x) for x in v] if isinstance(v, (list, tuple)) else {k: as_lists(x) for k, x in v.items()} if isinstance(v, dict) else v
-    return {k: as_lists(v) for k, v in params.items()}
+    def as_lists(v):
+        if isinstance(v, (list, tuple)): return [as_lists(x) for x in v]
+        if isinstance(v, dict): return {k: as_lists(x) for k, x in v.items()}
+        return v
+    return as_lists(dict(params))
 
 # %% ../nbs/90_report.ipynb #754b8c91
 def _stage_paths(root: Path, out_dir: Path, nb: str) -> tuple[Path, Path]:
