@@ -106,7 +106,7 @@ def own_edit_gain(rows: Sequence[Mapping]) -> dict:
     return dict(own_gain=points(mean_or_nan((r['gain_a'] + r['gain_b']) / 2 for r in rows)),
                 own_control=points(mean_or_nan(r['control_gain'] for r in rows)))
 
-SOLVE_KEYS = ('max_move', 'floor_f', 'floor_t', 'center')   # the fields of a stage's SolveConfig its metrics record
+SOLVE_KEYS = ('max_move', 'floor_f', 'floor_t', 'center', 'prompt_context')   # the fields of a stage's SolveConfig its metrics record
 
 def solve_metrics(solve: SolveConfig, stage: str = 'composition') -> dict:
     "`{stage.solve_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound)."
@@ -124,7 +124,8 @@ def resolve_solve(solve, report_dir=None) -> SolveConfig:
             raise ValueError(f"solve='composition' needs composition.solve_{missing[0]} in {report_dir}/metrics.json: run "
                              "04_composition with the same report_dir first, or pass solve='default'")
         v = {k: m[f'composition.solve_{k}'] for k in SOLVE_KEYS}
-        return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']))
+        return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']),
+                           prompt_context=bool(v['prompt_context']))
     raise ValueError(f"solve must be a SolveConfig, 'default' or 'composition', got {solve!r}")
 
 def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0, costs=('single_cost', 'pair_cost', 'negation_cost'),
@@ -175,7 +176,7 @@ def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence
     for cfg in candidates:
         bk = zoo_banks(bases, grids, descriptors, families, cfg, nulls=False, cache=cache)
         figs = cross_edit_figures({f: Scorer(bk[f], vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
-        rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, **figs))
+        rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context, **figs))
     return heldout_solve(rows, max_cost), rows
 
 # %% ../nbs/04e_analysis.ipynb #1b068582

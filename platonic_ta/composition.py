@@ -17,7 +17,7 @@ from .cache import EmbeddingCache
 from .descriptors import Descriptor, GridMismatchError, descriptor_matrix
 from .encoders import digest_scope
 from ._io import save_pair, load_pair, pair_paths, tensor_checksum
-from .factorization import GridFactors, SolveConfig, ROUTES, resolve_route, grid_features, ridge_spec
+from .factorization import GridFactors, SolveConfig, ROUTES, resolve_route, grid_features, grid_prompts, ridge_spec
 from .edits import fold_operator, base_weights_hash, edit_record, EditStackError
 from .guards import check_coeff, check_kind, few
 from .heads import last_layer
@@ -315,6 +315,16 @@ def build(cls: OperatorBank, target, grids, descriptors: Mapping, solve: SolveCo
     return bank
 
 @patch
+def _prompt_context(self: OperatorBank, g, table: Mapping, cache: EmbeddingCache | None = None) -> tuple:
+    """`(tasks, prompt blocks)` that grid `g`'s solve keeps still when `solve.prompt_context`: the target's unit class
+    prompts of every other task of the bank (the grids given, then those it holds; one grid per task); `([], None)` otherwise."""
+    if not self.solve.prompt_context: return [], None
+    others = {}
+    for gg in [*table.values(), *self._grid_objs.values()]:
+        if gg.task != g.task: others.setdefault(gg.task, gg)
+    return list(others), [grid_prompts(self.target, gg, cache, self.dtype) for gg in others.values()] or None
+
+@patch
 @digest_scope()
 def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cache: EmbeddingCache | None = None) -> 'OperatorBank':
     """Solve more descriptors into the bank; a grid already in the bank keeps its ridges (and its factors). `'auto'`
@@ -336,7 +346,12 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
                 raise BankError("this bank has no target in memory (bank.target is None): set bank.target to the "
                                 f"encoder it was built for ({self.target_id['name']}) before adding descriptors")
             F, T = grid_features(self.target, table[h], self.route, cache, self.dtype)
-            gf = GridFactors(F, T, self.center)
+            ctx_tasks, ctx = self._prompt_context(table[h], table, cache)
+            if h in self.grids and self.grids[h].get('context_prompts', []) != ctx_tasks:
+                raise BankError(f"grid {table[h].task!r} was solved keeping the prompts of {self.grids[h].get('context_prompts', [])} "
+                                f"still, and this call gives {ctx_tasks}: pass the same grids (grids=) as when it was built")
+            gf = GridFactors(F, T, self.center, ctx)
+            gf.context_tasks = ctx_tasks
             self._factors[h], self._grid_objs[h] = gf, table[h]
         U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
         if h in self.grids and self.grids[h].get('ridge_f') is not None:
@@ -352,9 +367,10 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
             g = table[h]
             spec = ridge_spec(ridges, h, g.task)
             rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
+            if self.solve.prompt_context: rec['context_prompts'] = list(getattr(gf, 'context_tasks', []))
             if spec == 'auto':
                 F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
-                sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own)
+                sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own, context=gf.context)
                 if sel.moved == 'own':
                     warnings.warn(f"grid {g.task!r} has no context rows: its ridges can only bound how far the edit moves "
                                   f"the task's own held-out probes, not what it does to other images, so the edit may "

@@ -16,7 +16,8 @@ from .encoders import prompt_embeddings
 # %% auto #0
 __all__ = ['ROUTES', 'MOVE_BUDGET', 'as_tensor', 'check_finite', 'svd_factors', 'ridge_filter', 'class_centred', 'GridFactors',
            'solve_operator', 'embedding_route_features', 'head_route_features', 'route_of', 'resolve_route',
-           'grid_features', 'RidgeSelection', 'floored_ridge_grid', 'select_ridges', 'SolveConfig', 'ridge_spec']
+           'grid_prompts', 'grid_features', 'RidgeSelection', 'floored_ridge_grid', 'select_ridges', 'SolveConfig',
+           'ridge_spec']
 
 # %% ../nbs/03_factorization.ipynb #d928d701
 def as_tensor(x, name: str) -> torch.Tensor:
@@ -97,32 +98,62 @@ def _check_U(U, N: int, M: int, device):
     return U.to(device), as_np
 
 # %% ../nbs/03_factorization.ipynb #e6053ec8
-def class_centred(T):
-    "`T̂_c = T̂ − mean of its rows`: unit prompt embeddings (M×d) centred over the classes."
+def class_centred(T, blocks=None):
+    """`T̂_c = T̂ − mean of its rows`: unit prompt embeddings (M×d) centred over the classes; with `blocks` (row
+    counts, one per task), each task's rows over their own mean."""
     T = as_tensor(T, 'T')
-    return T - T.mean(dim=-2, keepdim=True)
+    if blocks is None: return T - T.mean(dim=-2, keepdim=True)
+    blocks = [int(b) for b in blocks]
+    if min(blocks, default=0) < 1 or sum(blocks) != T.shape[-2]:
+        raise ValueError(f"blocks {blocks} must be positive row counts that add up to T's {T.shape[-2]} rows")
+    return torch.cat([b - b.mean(dim=-2, keepdim=True) for b in T.split(blocks, dim=-2)], dim=-2)
+
+def _prep_context(context, T_hat) -> list:
+    "The context prompts as a list of unit-row blocks (m_i×d) on `T_hat`'s device and dtype; [] for None."
+    if context is None: return []
+    if isinstance(context, (torch.Tensor, np.ndarray)) or not all(hasattr(c, 'shape') for c in context):
+        raise TypeError("context must be a list of prompt-embedding blocks (one m×d array per task), or None")
+    out = []
+    for i, c in enumerate(context):
+        c = as_tensor(c, f'context[{i}]')
+        if c.ndim != 2 or c.shape[0] == 0 or c.shape[1] != T_hat.shape[1]:
+            raise ValueError(f"context[{i}] has shape {tuple(c.shape)}: each block is m×{T_hat.shape[1]} (one row per "
+                             "prompt, the width of T)")
+        check_finite(c, f'context[{i}]')
+        c = c.to(device=T_hat.device, dtype=T_hat.dtype)
+        out.append(c / _nonzero_rows(c, f'context[{i}]', 'every context prompt needs a non-zero text embedding')[:, None])
+    return out
+
+def _pad_context(U, n: int):
+    "U with `n` zero columns appended: the context prompts' affinities are asked not to change."
+    return torch.nn.functional.pad(U, (0, n)) if n else U
 
 # %% ../nbs/03_factorization.ipynb #3c887575
 class GridFactors:
     """Thin SVDs of target features `F` (N×k) and unit prompt embeddings `T̂` (M×d) for one (target, grid); with
-    `center`, of `T̂` centred over its rows (the solve then fits only the differences between a probe's classes)."""
-    def __init__(self, F, T, center: bool = False):
+    `center`, of `T̂` centred over its rows (the solve then fits only the differences between a probe's classes);
+    with `context`, other tasks' prompt blocks (m_i×d) stacked under `T̂`, whose affinities the solve keeps still."""
+    def __init__(self, F, T, center: bool = False, context=None):
         if not isinstance(center, bool): raise TypeError(f'center must be True or False, got {center!r}')
         self._numpy = isinstance(F, np.ndarray) and isinstance(T, np.ndarray)
         F, self.T_hat = _prep_FT(F, T)
-        self.center = center
+        self.center, self.context = center, _prep_context(context, self.T_hat)
+        T_all = torch.cat([self.T_hat, *self.context])
+        self.blocks = [len(self.T_hat)] + [len(c) for c in self.context]
         self.Pf, self.Sf, self.Qf = svd_factors(F)
-        self.Pt, self.St, self.Qt = svd_factors(class_centred(self.T_hat) if center else self.T_hat)
-        if center:   # centred prompts have rank M − 1: drop the direction of all ones (singular value ~ rounding)
-            keep = self.St > self.St.max() * max(self.T_hat.shape) * torch.finfo(self.St.dtype).eps * 10
+        self.Pt, self.St, self.Qt = svd_factors(class_centred(T_all, self.blocks) if center else T_all)
+        if center:   # each centred block loses a rank: drop the directions of its ones (singular values ~ rounding)
+            keep = self.St > self.St.max() * max(T_all.shape) * torch.finfo(self.St.dtype).eps * 10
             self.Pt, self.St, self.Qt = self.Pt[:, keep], self.St[keep], self.Qt[:, keep]
         self.N, self.k = F.shape
         self.M, self.d = self.T_hat.shape
+        self.n_context = len(T_all) - self.M
         self.dtype, self.device = F.dtype, F.device
 
     def __repr__(self):
         return (f"GridFactors(N={self.N}, k={self.k}, M={self.M}, d={self.d}, dtype={self.dtype}, "
-                f"ranks f/t={len(self.Sf)}/{len(self.St)}{', class-centred' if self.center else ''})")
+                f"ranks f/t={len(self.Sf)}/{len(self.St)}{', class-centred' if self.center else ''}"
+                f"{f', {self.n_context} context prompts' if self.n_context else ''})")
 
     def filters(self, ridge_f=1e-2, ridge_t=1e-2):
         "`(φ_f, φ_t)`: the two filtered spectra, ridges relative to each factor's largest squared singular value."
@@ -139,7 +170,8 @@ class GridFactors:
         dtype = torch.promote_types(self.dtype, U.dtype)
         ff, ft = (f.to(dtype) for f in self.filters(ridge_f, ridge_t))
         Pf, Qf, Pt, Qt = (x.to(dtype) for x in (self.Pf, self.Qf, self.Pt, self.Qt))
-        core = Pt.mT @ (U.to(dtype).mT @ Pf)               # ... × r_t × r_f
+        U = _pad_context(U.to(dtype), self.n_context)      # the context prompts: no change asked
+        core = Pt.mT @ (U.mT @ Pf)                         # ... × r_t × r_f
         core = ft[:, None] * core * ff[None, :]
         theta = Qt @ (core @ Qf.mT)                        # ... × d × k
         if rank is not None: theta = _rank_cap(theta, rank)
@@ -154,9 +186,9 @@ def _rank_cap(theta: torch.Tensor, rank: int) -> torch.Tensor:
     return (P[..., :r] * S[..., None, :r]) @ Qh[..., :r, :]
 
 # %% ../nbs/03_factorization.ipynb #86527bb2
-def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None, center: bool = False):
+def solve_operator(F, T, U, ridge_f=1e-2, ridge_t=1e-2, rank: int | None = None, center: bool = False, context=None):
     "Θ (d×k) with `F Θᵀ T̂ᵀ ≈ U`: `Q_t φ_{ρ_t}(S_t) P_tᵀ Uᵀ P_f φ_{ρ_f}(S_f) Q_fᵀ`, `ρ = r·max(S)²`, as derived below."
-    return GridFactors(F, T, center).solve(U, ridge_f, ridge_t, rank=rank)
+    return GridFactors(F, T, center, context).solve(U, ridge_f, ridge_t, rank=rank)
 
 # %% ../nbs/03_factorization.ipynb #5b84352e
 def embedding_route_features(z):
@@ -204,6 +236,11 @@ def resolve_route(target, route: str) -> str:
         raise ValueError(f"route={route!r} does not fit target {getattr(target, 'name', '')!r}: {why}; pass route='auto'")
     return route
 
+def grid_prompts(target, grid, cache=None, dtype=torch.float64):
+    "Unit class embeddings `T̂` (M×d) of `target` for `grid`'s prompts."
+    T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
+    return T.to(dtype)
+
 def grid_features(target, grid, route: str, cache=None, dtype=torch.float64):
     "Route features `F` (N×k) and unit class embeddings `T̂` (M×d) of `target` on `grid`."
     if route == 'head':
@@ -212,8 +249,7 @@ def grid_features(target, grid, route: str, cache=None, dtype=torch.float64):
     else:
         z = cache.image_embeddings(target, grid) if cache is not None else target.encode_inputs(grid.images)
         F = embedding_route_features(z.to(dtype))
-    T = cache.text_embeddings(target, grid) if cache is not None else prompt_embeddings(target, grid.prompts)
-    return F, T.to(dtype)
+    return F, grid_prompts(target, grid, cache, dtype)
 
 # %% ../nbs/03_factorization.ipynb #4d166fb3
 class RidgeSelection(NamedTuple):
@@ -255,10 +291,12 @@ def floored_ridge_grid(floor: float = 0.0, lo: float = 1e-8, hi: float = 1.0, pe
 
 # %% ../nbs/03_factorization.ipynb #ec256d62
 def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: int = 0,
-                  center: bool = False, n_own: int | None = None, max_move: float | None = None) -> RidgeSelection:
+                  center: bool = False, n_own: int | None = None, max_move: float | None = None,
+                  context=None) -> RidgeSelection:
     """Pick `(ridge_f, ridge_t)` by the held-out descriptor reconstruction (centred: of `U_c`); rows from `n_own` on are
     context rows; with `max_move`, only among the pairs that move the held-out context rows at most that much (see
-    the text). No labels needed."""
+    the text); with `context` (other tasks' prompt blocks), the reconstruction includes their unchanged affinities.
+    No labels needed."""
     grid_f = tuple(float(r) for r in (np.logspace(-8, 0, 9) if grid is None else grid))
     grid_t = grid_f if grid_t is None else tuple(float(r) for r in grid_t)
     if not grid_f or not grid_t: raise ValueError("the ridge grids must not be empty: pass e.g. np.logspace(-8, 0, 9)")
@@ -275,15 +313,16 @@ def select_ridges(F, T, U, grid=None, grid_t=None, holdout: float = 0.25, seed: 
     U, _ = _check_U(U, N, T_hat.shape[0], F0.device)
     perm = torch.randperm(N, generator=torch.Generator().manual_seed(seed)).to(F0.device)
     fit, ho = perm[n_ho:], perm[:n_ho]
-    fac = GridFactors(F0[fit], T_hat, center)          # SVD of the fit part, once for the whole grid
+    fac = GridFactors(F0[fit], T_hat, center, context)   # SVD of the fit part, once for the whole grid
     dtype = torch.promote_types(fac.dtype, U.dtype)
     U = U.to(dtype)
     Pf, Sf, Qf, Pt, St, Qt = (x.to(dtype) for x in (fac.Pf, fac.Sf, fac.Qf, fac.Pt, fac.St, fac.Qt))
-    core = Pt.mT @ (U[..., fit, :].mT @ Pf)            # ... × r_t × r_f
+    core = Pt.mT @ (_pad_context(U[..., fit, :], fac.n_context).mT @ Pf)   # ... × r_t × r_f
     G = F0.to(dtype)[ho] @ Qf                         # n_ho × r_f
-    H = Pt * St                                        # T̂ Q_t = P_t S_t: M × r_t
+    H = Pt * St                                        # T̂ Q_t = P_t S_t: (M + context prompts) × r_t
     U_ho = U[..., ho, :]
     if center: U_ho = U_ho - U_ho.mean(-1, keepdim=True)   # what a class-centred fit can reproduce
+    U_ho = _pad_context(U_ho, fac.n_context)               # and the context prompts' affinities, unchanged
     scale = torch.linalg.vector_norm(U_ho).clamp_min(torch.finfo(dtype).tiny)
     moved = 'context' if bool((ho >= n_own).any()) else 'own'
     rows = (ho >= n_own) if moved == 'context' else torch.ones_like(ho, dtype=torch.bool)   # the rows whose movement counts
@@ -324,6 +363,7 @@ class SolveConfig:
     floor_f: float = 0.0                   # smallest relative ridge of the probe-side search (0: from 1e-8)
     floor_t: float = 0.0                   # smallest relative ridge of the text-side search (0: from 1e-8)
     center: bool = True                    # class-centred solve: fit only differences between a probe's classes
+    prompt_context: bool = False           # also keep the affinities to the bank's other tasks' class prompts still
     holdout: float = 0.25                  # share of a grid's rows held out to score the ridges
     seed: int = 0                          # seed of that split
     per_decade: int = 2                    # ridges per decade of the search, from 1e-8 to 1
@@ -335,6 +375,8 @@ class SolveConfig:
         for name in ('floor_f', 'floor_t'):
             check_number(getattr(self, name), name, 0, 1, hint='a relative ridge floor in [0, 1], e.g. 0.01; 0: no floor')
         if not isinstance(self.center, bool): raise TypeError(f"center must be True or False, got {self.center!r}")
+        if not isinstance(self.prompt_context, bool):
+            raise TypeError(f"prompt_context must be True or False, got {self.prompt_context!r}")
         check_number(self.holdout, 'holdout', 0, 1, lo_open=True, hi_open=True, hint='the held-out share of rows, e.g. 0.25')
         check_seed(self.seed)
         check_count(self.per_decade, 'per_decade', 1, 100, hint='ridges per decade of the search, e.g. 2')
@@ -349,11 +391,14 @@ class SolveConfig:
         "The ridge rule in words, as a bank's record states it."
         budget = ('' if self.max_move is None else
                   f', among the pairs that move the held-out context rows at most {self.max_move:g} times the descriptor\'s own-row size')
-        return f'held-out reconstruction ({self.holdout:g} of the rows, seed {self.seed}){budget}; no labels'
+        kept = ", keeping the affinities to the bank's other tasks' class prompts still" if self.prompt_context else ''
+        return f'held-out reconstruction ({self.holdout:g} of the rows, seed {self.seed}){budget}{kept}; no labels'
 
-    def select(self, F, T, U, n_own: int | None = None) -> RidgeSelection:
-        "`select_ridges` with this configuration (`n_own`: the grid's own probes; the rows after them are context)."
-        return select_ridges(F, T, U, self.grid_f, self.grid_t, self.holdout, self.seed, self.center, n_own, self.max_move)
+    def select(self, F, T, U, n_own: int | None = None, context=None) -> RidgeSelection:
+        """`select_ridges` with this configuration (`n_own`: the grid's own probes; the rows after them are context;
+        `context`: the other tasks' prompt blocks, used when `prompt_context`)."""
+        return select_ridges(F, T, U, self.grid_f, self.grid_t, self.holdout, self.seed, self.center, n_own, self.max_move,
+                             context if self.prompt_context else None)
 
     def record(self) -> dict:
         "JSON-ready: every field, the rule in words, and that no label was used."
