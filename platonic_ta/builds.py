@@ -39,8 +39,8 @@ ROBUSTNESS = {  # robustness key: (kind of build, headline figure, the worst bui
 }
 
 BUILD_SETTINGS = {  # what each build's own rules chose, and its zoo's fine-tunes: shown beside the headlines, not compared
-    'image': ['composition.solve_max_move', 'composition.solve_center'],
-    'audio': ['audio.solve_max_move', 'audio.solve_center', 'audio.zoo_mean_zero_shot', 'audio.zoo_mean_finetuned'],
+    'image': ['composition.solve_max_move', 'composition.solve_center', 'composition.solve_prompt_context'],
+    'audio': ['audio.solve_max_move', 'audio.solve_center', 'audio.solve_prompt_context', 'audio.zoo_mean_zero_shot', 'audio.zoo_mean_finetuned'],
 }
 
 def build_name(kind: str, zoo) -> str:

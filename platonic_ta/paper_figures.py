@@ -222,12 +222,14 @@ _RULE_04 = ('04, on held-out training images of every task (uses their labels): 
 PROTOCOL = [  # (metric, the setting, the rule that chose it)
     ('composition.solve_max_move', 'context movement budget of every bank', _RULE_04),
     ('composition.solve_center', 'class-centred solve (1) or plain (0)', _RULE_04),
+    ('composition.solve_prompt_context', "the solve keeps the other tasks' class prompts still (1) or not (0)", _RULE_04),
     ('composition.ridge_floor_t_rule_heldout', 'text-side ridge from the held-out rule (1)',
      "each grid's ridge pair, without labels: the best held-out reconstruction of the descriptor among the pairs that "
      "move the held-out context rows within the budget; no floor (`solve_floor_t` 0)"),
     ('composition.solve_floor_f', 'image-side ridge floor', 'none (0): the per-grid rule chooses the ridge'),
     ('audio.solve_max_move', 'audio: context movement budget', "08, 04's rule on held-out training clips"),
     ('audio.solve_center', 'audio: class-centred solve (1) or plain (0)', "08, 04's rule on held-out training clips"),
+    ('audio.solve_prompt_context', "audio: the solve keeps the other tasks' class prompts still (1) or not (0)", "08, 04's rule on held-out training clips"),
     ('adapter.rule_class_relative', 'adapter: the objective compares the differences between classes (1) or the whole change (0)',
      "05, 04's rule on held-out training images (uses their labels): every (fit, anchor) candidate edits an addition and a "
      "negation cell per rule target; the most gain among those costing the other tasks ≤ 2 points wins"),

@@ -72,9 +72,9 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     '02_descriptors.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_union_zoo=UNION),
     '03_factorization.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000),
     # the probe-count study at three counts (10's halving covers the rest), each weight-space sum on 250 images a set
-    # the solve configuration among three budgets around the library's default, plain and class-centred (04's rule)
+    # the solve configuration among three budgets of each kind, plain, class-centred and keeping the other tasks' prompts (04's rule)
     '04_composition.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, n_oracle_eval=250, probe_counts=(8, 2, 1),
-                                 move_budgets=(0.75, 1.0, 1.25)),
+                                 move_budgets=(0.75, 1.0, 1.25), context_budgets=(5.0, 10.0, 20.0)),
     # the experiments before the adapter and the residuals: the longest of the stages that wait on the composition
     # every experiment on the shipped zoo, kept to a few minutes: the trained routes (LoRA fits, the oracle fine-tune) on
     # one target, one source per ablation cell, the analogy on the held-out dataset only, shorter fits; the zoo's own
