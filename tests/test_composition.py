@@ -541,3 +541,28 @@ def test_bank_records_its_solve_and_warns_without_context(tiny, tmp_path):
     with pytest.warns(ContextWarning, match='no context rows'):
         bb = OperatorBank.build(enc, bare, {('own', TASKS[0]): U}, cache=cache)
     assert next(iter(bb.grids.values()))['moved'] == 'own'
+
+
+def test_bank_keeps_other_tasks_prompts_still(tiny, tmp_path):
+    "With prompt_context, each grid's operator is the solve with the bank's other tasks' prompts kept still, recorded, and reloadable."
+    from platonic_ta.factorization import SolveConfig, grid_prompts
+    enc, grids, descs, cache = tiny['encs']['vit_w96'], tiny['grids'], tiny['descs'], tiny['cache']
+    cfg = SolveConfig(max_move=10.0, prompt_context=True)
+    own = {('own', t): descs[('own', t)] for t in TASKS}
+    b = OperatorBank.build(enc, grids, own, solve=cfg, cache=cache)
+    plain = OperatorBank.build(enc, grids, own, solve=SolveConfig(max_move=10.0), cache=cache)
+    for h, g in b.grids.items():
+        others = [t for t in TASKS if t != g['task']]
+        assert g['context_prompts'] == others and 'context_prompts' not in plain.grids[h]
+        ctx = [grid_prompts(enc, grids[t], cache) for t in others]
+        F, T = _features(b, grids[g['task']], cache)
+        want = GridFactors(F, T, True, ctx).solve(own[('own', g['task'])], g['ridge_f'], g['ridge_t'])
+        assert torch.allclose(b[('own', g['task'])], want, rtol=1e-9, atol=1e-12)
+        assert not torch.allclose(b[('own', g['task'])], GridFactors(F, T, True).solve(own[('own', g['task'])], g['ridge_f'], g['ridge_t']))
+    b2 = OperatorBank.load(b.save(tmp_path / 'b').with_suffix(''), target=enc)
+    assert b2.solve == cfg and b2.grids == b.grids
+    b2.add({('new', 'colours'): own[('own', 'colours')]}, grids=grids, cache=cache)     # the same grids: the same solve
+    assert torch.allclose(b2[('new', 'colours')], b[('own', 'colours')], rtol=1e-9, atol=1e-12)
+    b3 = OperatorBank.load(tmp_path / 'b', target=enc)
+    with pytest.raises(BankError, match='pass the same grids'):
+        b3.add({('new', 'colours'): own[('own', 'colours')]}, grids={'colours': grids['colours']}, cache=cache)
