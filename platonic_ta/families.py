@@ -12,8 +12,9 @@ from . import world
 from .guards import check_count, check_number, check_seed
 
 # %% auto #0
-__all__ = ['LOSSES', 'ZOO_LOGIT_SCALE', 'FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'WordTokenizer', 'FinetuneConfig', 'FamilySpec',
-           'family_spec', 'finetune_recipe', 'world_tokenizer', 'create_family_model', 'check_task_prompts']
+__all__ = ['LOSSES', 'ZOO_LOGIT_SCALE', 'ZOO_DISTILL', 'FAMILIES', 'CONTEXT_LENGTH', 'FINETUNE', 'WordTokenizer',
+           'FinetuneConfig', 'FamilySpec', 'family_spec', 'finetune_recipe', 'world_tokenizer', 'create_family_model',
+           'check_task_prompts']
 
 # %% ../nbs/01e_families.ipynb #1eb396d1
 class WordTokenizer:
@@ -149,26 +150,27 @@ class FamilySpec:
 
 LOSSES = ('clip', 'siglip')   # softmax contrastive, pairwise sigmoid
 ZOO_LOGIT_SCALE = 5.0         # the zoo fine-tunes' cross-entropy logit scale (below the families' own 10 to 13: see the text)
+ZOO_DISTILL = 0.5             # the zoo fine-tunes' distillation weight, one for every family (see the text)
 
 FAMILIES = {f.name: f for f in [
     FamilySpec('vit_w96', 96, dict(layers=4, width=96, head_width=32, patch_size=8, image_size=32),
                dict(width=96, heads=3, layers=2), steps=6000, lr=1e-3, seed=1,
-               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, distill=2.0, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, distill=ZOO_DISTILL, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ViT, patch 8, width 96, depth 4'),
     FamilySpec('vit_w128', 128, dict(layers=2, width=128, head_width=32, patch_size=16, image_size=64),
                dict(width=64, heads=2, layers=2), image_size=64, steps=6000, lr=1e-3, seed=2,
-               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=1.0, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(rank=8, alpha=16.0, lr=1e-2, distill=ZOO_DISTILL, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ViT at 64 px, patch 16, width 128, depth 2'),
     FamilySpec('rn_w16', 128, dict(layers=(1, 1, 1, 1), width=16, image_size=32),
-               dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(distill=3.0, logit_scale=ZOO_LOGIT_SCALE),
+               dict(width=64, heads=2, layers=1), steps=6000, seed=3, finetune=dict(distill=ZOO_DISTILL, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip ModifiedResNet, attention pool'),
     FamilySpec('timm_avg', 80, dict(timm_model_name='pta_vit_avg', timm_pool='avg', timm_proj='linear', image_size=32),
                dict(width=96, heads=3, layers=1), steps=6000, lr=1e-3, seed=4,
-               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, logit_scale=ZOO_LOGIT_SCALE),
+               finetune=dict(steps=700, rank=8, alpha=16.0, lr=1e-2, distill=ZOO_DISTILL, logit_scale=ZOO_LOGIT_SCALE),
                about='open_clip TimmModel (timm ViT, mean pool) + linear projection'),
     FamilySpec('siglip_map', 96, dict(timm_model_name='pta_vit_map', timm_pool='map', timm_proj='none', image_size=32),
                dict(width=64, heads=2, layers=2), loss='siglip', steps=6000, lr=1e-3, seed=5,
-               finetune=dict(steps=700, logit_scale=ZOO_LOGIT_SCALE),   # the shared learning rate
+               finetune=dict(steps=700, distill=ZOO_DISTILL, logit_scale=ZOO_LOGIT_SCALE),   # the shared learning rate
                about='open_clip TimmModel (timm ViT, attention-pool head, no projection), sigmoid loss'),
 ]}
 CONTEXT_LENGTH = 32
