@@ -22,9 +22,10 @@ from .zoo_banks import source_key, null_key, zoo_banks
 
 # %% auto #0
 __all__ = ['SOLVE_KEYS', 'addition_sweep', 'retention_rows', 'negation_sweep', 'multitask_scaling', 'pair_gain', 'own_edit_gain',
-           'solve_metrics', 'resolve_solve', 'heldout_solve', 'cross_edit_figures', 'heldout_rule', 'cell_rows',
-           'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null', 'negation_summary',
-           'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy', 'probe_count_rows']
+           'solve_metrics', 'resolve_solve', 'heldout_solve', 'cross_edit_figures', 'solve_candidates', 'heldout_rule',
+           'cell_rows', 'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null',
+           'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy',
+           'probe_count_rows']
 
 # %% ../nbs/04e_analysis.ipynb #aca125ca
 def _controls(scorer: Scorer, used, controls) -> list:
@@ -167,6 +168,13 @@ def cross_edit_figures(scorers: Mapping, pairs: Sequence, alpha: float = 0.5, st
                 single_cost=points(mean_or_nan(sc)), negation_removed=points(mean_or_nan(nr)), negation_cost=points(mean_or_nan(nc)))
 
 # %% ../nbs/04e_analysis.ipynb #91915351
+def solve_candidates(move_budgets: Sequence[float], center_options: Sequence[bool] = (False, True),
+                     context_budgets: Sequence[float] = ()) -> list:
+    """The held-out rule's candidate solves: every budget of `move_budgets`, plain and/or class-centred, then the
+    class-centred solves that keep the other tasks' prompts still at each budget of `context_budgets`."""
+    return ([SolveConfig(max_move=b, center=c) for c in center_options for b in move_budgets]
+            + [SolveConfig(max_move=b, center=True, prompt_context=True) for b in context_budgets])
+
 def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], vals: Mapping, pairs: Sequence,
                  candidates: Sequence, alpha: float = 0.5, strength: float = 1.0, max_cost: float = 2.0, controls=None,
                  cache: EmbeddingCache | None = None) -> tuple:

@@ -317,12 +317,12 @@ def build(cls: OperatorBank, target, grids, descriptors: Mapping, solve: SolveCo
 @patch
 def _prompt_context(self: OperatorBank, g, table: Mapping, cache: EmbeddingCache | None = None) -> tuple:
     """`(tasks, prompt blocks)` that grid `g`'s solve keeps still when `solve.prompt_context`: the target's unit class
-    prompts of every other task of the bank (the grids given, then those it holds; one grid per task); `([], None)` otherwise."""
-    if not self.solve.prompt_context: return [], None
+    prompts of every other task of the bank (the grids given, then those it holds; one grid per task); `([], [])` otherwise."""
+    if not self.solve.prompt_context: return [], []
     others = {}
     for gg in [*table.values(), *self._grid_objs.values()]:
         if gg.task != g.task: others.setdefault(gg.task, gg)
-    return list(others), [grid_prompts(self.target, gg, cache, self.dtype) for gg in others.values()] or None
+    return list(others), [grid_prompts(self.target, gg, cache, self.dtype) for gg in others.values()]
 
 @patch
 @digest_scope()
@@ -338,6 +338,7 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
     for h in dict.fromkeys(h for h, _ in placed.values()):
         keys = [k for k, (hh, _) in placed.items() if hh == h]
         gf = self._factors.get(h)
+        ctx_tasks = self.grids.get(h, {}).get('context_prompts', [])
         if gf is None:
             if h not in table:
                 raise BankError(f"grid {self.grids[h]['task']!r} ({h}) has no factors in memory (a loaded bank): pass "
@@ -351,7 +352,6 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
                 raise BankError(f"grid {table[h].task!r} was solved keeping the prompts of {self.grids[h].get('context_prompts', [])} "
                                 f"still, and this call gives {ctx_tasks}: pass the same grids (grids=) as when it was built")
             gf = GridFactors(F, T, self.center, ctx)
-            gf.context_tasks = ctx_tasks
             self._factors[h], self._grid_objs[h] = gf, table[h]
         U = torch.stack([placed[k][1].to(self.dtype) for k in keys])
         if h in self.grids and self.grids[h].get('ridge_f') is not None:
@@ -367,7 +367,7 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
             g = table[h]
             spec = ridge_spec(ridges, h, g.task)
             rec = dict(task=g.task, N=g.N, M=g.M, n_own=g.n_own)
-            if self.solve.prompt_context: rec['context_prompts'] = list(getattr(gf, 'context_tasks', []))
+            if self.solve.prompt_context: rec['context_prompts'] = ctx_tasks
             if spec == 'auto':
                 F0 = gf.Pf * gf.Sf @ gf.Qf.mT               # the features, rebuilt from the cached SVD
                 sel = self.solve.select(F0, gf.T_hat, U, n_own=g.n_own, context=gf.context)

@@ -139,9 +139,9 @@ class GridFactors:
         F, self.T_hat = _prep_FT(F, T)
         self.center, self.context = center, _prep_context(context, self.T_hat)
         T_all = torch.cat([self.T_hat, *self.context])
-        self.blocks = [len(self.T_hat)] + [len(c) for c in self.context]
         self.Pf, self.Sf, self.Qf = svd_factors(F)
-        self.Pt, self.St, self.Qt = svd_factors(class_centred(T_all, self.blocks) if center else T_all)
+        blocks = [len(self.T_hat)] + [len(c) for c in self.context]
+        self.Pt, self.St, self.Qt = svd_factors(class_centred(T_all, blocks) if center else T_all)
         if center:   # each centred block loses a rank: drop the directions of its ones (singular values ~ rounding)
             keep = self.St > self.St.max() * max(T_all.shape) * torch.finfo(self.St.dtype).eps * 10
             self.Pt, self.St, self.Qt = self.Pt[:, keep], self.St[keep], self.Qt[:, keep]

@@ -13,8 +13,7 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids
 from platonic_ta.descriptors import zoo_descriptors
 from platonic_ta.zoo_banks import heldout_split
-from platonic_ta.analysis import heldout_rule
-from platonic_ta.factorization import SolveConfig
+from platonic_ta.analysis import heldout_rule, solve_candidates
 from platonic_ta.report import CONTEXT
 
 
@@ -42,8 +41,7 @@ def main():
                         sum(zero_shot_accuracy(ft, vals[c]) - zero_shot_accuracy(bases[f], vals[c]) for c in ctl) / len(ctl)))
     print('held-out, mean over (family, task): base %.3f, fine-tune %.3f, the fine-tune\'s change on the controls %+.3f'
           % tuple(sum(x[i] for x in acc) / len(acc) for i in range(3)), flush=True)
-    cands = ([SolveConfig(max_move=b, center=c) for c in (False, True) for b in a.budgets]
-             + [SolveConfig(max_move=b, center=True, prompt_context=True) for b in a.context_budgets])
+    cands = solve_candidates(a.budgets, (False, True), a.context_budgets)
     chosen, rows = heldout_rule(bases, grids, D, Z.families, vals, list(itertools.combinations(Z.tasks, 2)), cands,
                                 0.5, 1.0, a.max_cost, controls=ctl, cache=cache)
     for r in rows: print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != 'solve'}))
