@@ -316,24 +316,41 @@ def adapter_gaps(rows) -> dict:
                 control_dist_closed_form=mean_or_nan([abs(r['ctl_cf'] - r['ctl_zs']) for r in rows]))
 
 @torch.no_grad()
-def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None) -> dict:
+def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, labels=None) -> dict:
     """How far `edited`'s change of the affinities on the terms' grids is from what the terms ask, relative to what
     they ask (the target's text embeddings on both sides): `full` = ‖ΔA − Σ c·U‖ / ‖Σ c·U‖ over every row of every
     grid, `class_relative` the same with each row's mean over the classes removed first (the part a prediction
-    depends on). The target's embeddings come from `cache` when given; the edited model's, made once, from a pass."""
+    depends on); `norm_ratio`, the median over the grids' rows of how much the edit lengthens an image embedding
+    (the cosines divide it out). With `labels` (`{task: labels of its grid's own probes}`), `margin_asked` and
+    `margin_delivered`: the mean change over those probes of the true class's margin (its affinity less the mean
+    over the classes, over their spread, which no rescaling or shift of a probe's row changes) that the terms ask
+    for and that the edit makes. The target's embeddings come from `cache` when given; the edited model's, made once, from a pass."""
     want = {}
     for g, U, c in _check_terms(terms):
         w = want.setdefault(g.grid_hash, [g, 0.0]); w[1] = w[1] + c * U.double().cpu()
     centre = lambda x: x - x.mean(1, keepdim=True)
-    sums = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0])
+    margin = lambda A, y: ((A.gather(1, y[:, None]) - A.mean(1, keepdim=True)) / A.std(1, keepdim=True).clamp_min(1e-12))[:, 0]
+    sums, ratios, margins = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0]), [], [0.0, 0.0, 0]
     for g, W in want.values():
-        (z0, T), (z1, _) = _grid_embed(target, g, cache), _grid_embed(edited, g)
-        E = descriptor(z1.double().cpu(), z0.double().cpu(), T.double().cpu()) - W
+        (z0, T), (z1, _) = (tuple(x.double().cpu() for x in e) for e in (_grid_embed(target, g, cache), _grid_embed(edited, g)))
+        D = descriptor(z1, z0, T)
         for k, f in (('full', lambda x: x), ('class_relative', centre)):
-            sums[k][0] += f(E).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
+            sums[k][0] += f(D - W).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
+        ratios.append(z1.norm(dim=1) / z0.norm(dim=1).clamp_min(1e-12))
+        if labels is not None:
+            if g.task not in labels: raise ValueError(f"labels has no {g.task!r}: pass the labels of every term grid's own probes")
+            y = torch.as_tensor(labels[g.task]).long().cpu()
+            if len(y) != g.n_own: raise ValueError(f"{len(y)} labels for task {g.task!r}, whose grid has {g.n_own} own probes")
+            A0 = affinity(z0, T)[:len(y)]
+            m0 = margin(A0, y)
+            margins[0] += (margin(A0 + W[:len(y)], y) - m0).sum().item()
+            margins[1] += (margin(A0 + D[:len(y)], y) - m0).sum().item(); margins[2] += len(y)
     for k, (num, den) in sums.items():
         if den == 0: raise ValueError(f"the terms ask for no {k.replace('_', '-')} change (all zero): there is nothing to compare the edit with")
-    return {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
+    out = {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
+    out['norm_ratio'] = torch.cat(ratios).median().item()
+    if labels is not None: out.update(margin_asked=margins[0] / margins[2], margin_delivered=margins[1] / margins[2])
+    return out
 
 # %% ../nbs/05_adapter.ipynb #103df344
 def choose_fit(rows, max_cost: float = 2.0):
