@@ -15,7 +15,7 @@ from .lab import run_lab
 
 # %% auto #0
 __all__ = ['CONTEXT', 'UNION', 'STAGES', 'BENCHES', 'NEEDS', 'write_report', 'needs_of', 'select_stages', 'stage_order',
-           'papermill_parameters', 'run_stages', 'run_benches', 'run_demo']
+           'papermill_parameters', 'run_stages', 'thread_env', 'run_benches', 'run_demo']
 
 # %% ../nbs/90_report.ipynb #59851cd8
 def write_report(report_dir: str | Path) -> Path:
@@ -165,6 +165,13 @@ def _stage_sequence(stages) -> list:
     while len(done) < len(stages): done.append((stage_order(stages, done=done) or [_stuck(stages, done)])[0])
     return done
 
+def thread_env(jobs: int, env=None) -> dict:
+    """`env` (default: this process's environment) with the OpenMP and MKL threads, where not set already, at an equal
+    share of the cores for `jobs` processes side by side: torch's own threads would otherwise fight over them."""
+    env = dict(os.environ if env is None else env)
+    for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): env.setdefault(k, str(max(1, (os.cpu_count() or 1) // jobs)))
+    return env
+
 def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, kernel: str, jobs: int,
                       side: dict | None = None) -> dict:
     """Stages as papermill processes, `jobs` at a time; `side` commands (`{name: argv}`, run in `root`) take a worker
@@ -172,8 +179,7 @@ def _run_side_by_side(root: Path, out_dir: Path, stages: dict, params: dict, ker
     import subprocess
     _stage_sequence(stages)                                     # refuses a cycle before anything runs
     logs = out_dir / 'logs'; logs.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    for k in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): env.setdefault(k, str(max(1, (os.cpu_count() or 1) // jobs)))
+    env = thread_env(jobs)
     side = dict(side or {})
     done, failed, running, side_rc = [], [], {}, {}
     def launch(name, cmd, cwd=None):

@@ -10,13 +10,13 @@ from fastcore.basics import patch
 
 from .metrics import save_figure
 from .plots import plot_sweep
-from .report import write_report, papermill_parameters
+from .report import write_report, papermill_parameters, thread_env
 from ._io import atomic_write_text, repo_root
 
 # %% auto #0
 __all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
-           'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'make_executor', 'Sweep',
-           'write_summary', 'run_sweep']
+           'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'share_threads', 'make_executor',
+           'Sweep', 'write_summary', 'run_sweep']
 
 # %% ../nbs/91_sweep.ipynb #c9346e1c
 class SweepError(ValueError):
@@ -203,6 +203,10 @@ def _check_writable(out: Path):
     except OSError as e:
         raise SweepError(f"output folder {out} is not writable ({e.strerror or e}): pass --out to a folder you can write") from None
 
+def share_threads(workers: int):
+    "Set this process's OpenMP and MKL threads (where not set) to its share of the cores, for the kernels it starts (`thread_env`)."
+    os.environ.update(thread_env(workers))
+
 def make_executor(workers: int, ray: bool = False, ray_address: str | None = None, gpus_per_cell: float = 0):
     "(submit(job) -> future-like, wait(pending) -> (finished, left), close()) for a process pool or Ray."
     if ray or ray_address:
@@ -227,7 +231,8 @@ def make_executor(workers: int, ray: bool = False, ray_address: str | None = Non
             return [(f, lambda f=f: _ray.get(f)) for f in done], left
         return task.remote, wait, (lambda: _ray.shutdown() if started else None)
     import concurrent.futures as cf, multiprocessing as mp
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context('spawn'))
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context('spawn'),   # each with its share of the cores
+                                  initializer=share_threads, initargs=(workers,))
     def wait(pending):
         done, left = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
         return [(f, f.result) for f in done], left
