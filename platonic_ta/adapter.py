@@ -16,7 +16,7 @@ from .grids import Grid
 from .cache import EmbeddingCache
 from .encoders import prompt_embeddings, predict, class_embeddings
 from .metrics import read_metrics
-from .descriptors import Descriptor, affinity, descriptor
+from .descriptors import Descriptor, affinity
 from .qkv import expose_qkv, fold_qkv, qv_targets
 from .lora import add_adapter, merge_adapter, adapter_tensors, load_adapter_tensors, lora_targets, LORA_TARGETS
 from .training import SCHEDULES, lr_factor
@@ -333,7 +333,8 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
     sums, ratios, margins = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0]), [], [0.0, 0.0, 0]
     for g, W in want.values():
         (z0, T), (z1, _) = (tuple(x.double().cpu() for x in e) for e in (_grid_embed(target, g, cache), _grid_embed(edited, g)))
-        D = descriptor(z1, z0, T)
+        A0, A1 = affinity(z0, T), affinity(z1, T)
+        D = A1 - A0                                            # the edit's descriptor on this grid
         for k, f in (('full', lambda x: x), ('class_relative', centre)):
             sums[k][0] += f(D - W).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
         ratios.append(z1.norm(dim=1) / z0.norm(dim=1).clamp_min(1e-12))
@@ -341,10 +342,9 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
             if g.task not in labels: raise ValueError(f"labels has no {g.task!r}: pass the labels of every term grid's own probes")
             y = torch.as_tensor(labels[g.task]).long().cpu()
             if len(y) != g.n_own: raise ValueError(f"{len(y)} labels for task {g.task!r}, whose grid has {g.n_own} own probes")
-            A0 = affinity(z0, T)[:len(y)]
-            m0 = margin(A0, y)
-            margins[0] += (margin(A0 + W[:len(y)], y) - m0).sum().item()
-            margins[1] += (margin(A0 + D[:len(y)], y) - m0).sum().item(); margins[2] += len(y)
+            m0 = margin(A0[:len(y)], y)
+            margins[0] += (margin(A0[:len(y)] + W[:len(y)], y) - m0).sum().item()
+            margins[1] += (margin(A1[:len(y)], y) - m0).sum().item(); margins[2] += len(y)
     for k, (num, den) in sums.items():
         if den == 0: raise ValueError(f"the terms ask for no {k.replace('_', '-')} change (all zero): there is nothing to compare the edit with")
     out = {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
