@@ -45,14 +45,16 @@ sync: install
 # pytest runs on two workers (pytest-xdist), one thread each (two would contend for the two cores); tests that time
 # processes of their own run after, one at a time.
 # Every notebook runs inside pytest: the stage notebooks as papermill smoke runs, the others under nbdev_test.
+# Everything a run writes to a temporary folder (pytest's, the notebooks', the cache) lands in one folder, removed at
+# the end whatever the outcome: a test worker exits without running its notebooks' clean-ups.
 test: install sync
-	d=$$(mktemp -d) && export PLATONIC_TA_TEST_CACHE=$$d && \
+	d=$$(mktemp -d) && mkdir $$d/tmp && export PLATONIC_TA_TEST_CACHE=$$d/cache TMPDIR=$$d/tmp && \
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q tests --ignore=tests/lab -m 'not serial' -n 2 --dist loadgroup && \
 	$(BIN)/python -m pytest -q tests --ignore=tests/lab -m serial; rc=$$?; rm -rf $$d; exit $$rc
 
 # JupyterLab in a headless Chromium, and a sweep of the composition notebook killed halfway and finished on Ray.
 test-lab: install-lab
-	$(BIN)/python -m pytest -q tests/lab
+	d=$$(mktemp -d) && export TMPDIR=$$d && $(BIN)/python -m pytest -q tests/lab; rc=$$?; rm -rf $$d; exit $$rc
 
 # The heavy checks nbdev skips by default (cells flagged `#| slow`).
 test-slow: install
