@@ -117,6 +117,43 @@ def test_stage_notebook_runs(nb, params, keys, tmp_path, cache_dir):
     problems = smoke_problems(tmp_path / nb, report, keys)
     assert not problems, f'{nb}: ' + '; '.join(problems)
 
+# The audio headline's bars, which the demo's audio stage meets on the shipped audio zoo.
+AUDIO_BARS = {'audio.mean_gain_composed': ('>=', 3), 'audio.control_move': ('<=', 1),
+              'audio.negation_removed_l1': ('>=', 10), 'audio.negation_control_cost_l1': ('<=', 2),
+              'audio.certified_changed': ('<=', 0)}
+
+def bar_problems(metrics: dict, bars: dict) -> list:
+    "The figures of `metrics` outside their `bars` ({key: ('>=' or '<=', bound)}), or missing."
+    out = []
+    for k, (op, bound) in bars.items():
+        v = metrics.get(k)
+        if v is None: out.append(f'{k} missing')
+        elif (v < bound) if op == '>=' else (v > bound): out.append(f'{k} = {v:.3g}, bar {op} {bound}')
+    return out
+
+def test_bar_problems_catch_a_figure_off_its_bar():
+    same(bar_problems({'a': 3.0, 'b': 1.0}, {'a': ('>=', 3), 'b': ('<=', 1)}), [])
+    same(bar_problems({'a': 2.5, 'b': 1.5}, {'a': ('>=', 3), 'b': ('<=', 1), 'c': ('<=', 0)}),
+         ['a = 2.5, bar >= 3', 'b = 1.5, bar <= 1', 'c missing'])
+
+@pytest.mark.slow
+def test_a_rebuilt_audio_zoo_keeps_the_audio_headline(tmp_path, cache_dir):
+    """Rebuild the audio zoo with the command its manifest records, into a folder of its own (minutes on two cores),
+    and run the audio stage at the demo's size on it: the audio headline meets its bars on the rebuild too."""
+    import subprocess, sys
+    from platonic_ta.audio_zoo import shipped_audio_zoo_dir
+    from platonic_ta.report import STAGES
+    command = json.loads((shipped_audio_zoo_dir() / 'MANIFEST.json').read_text())['command']
+    head = 'platonic_ta.audio_zoo.build_audio_zoo('
+    assert command.startswith(head) and command.endswith(')'), f'recorded command {command!r} is not a build_audio_zoo call'
+    zoo = tmp_path / 'audio-rebuilt'
+    call = command[:-1] + (', ' if command[len(head):-1].strip() else '') + f'zoo={str(zoo)!r}, progress=False)'
+    subprocess.run([sys.executable, '-c', f'import platonic_ta.audio_zoo\n{call}'], check=True)
+    report = run_stage('08_audio.ipynb', dict(STAGES['08_audio.ipynb'], zoo=str(zoo)), tmp_path / 'run')
+    metrics = json.loads((report / 'metrics.json').read_text())
+    problems = bar_problems(metrics, AUDIO_BARS)
+    assert not problems, f'the audio headline on a rebuild of the audio zoo ({command}): ' + '; '.join(problems)
+
 def metric_problems(metrics: dict, keys) -> list:
     "What is wrong with a stage's recorded `metrics`: a key of `keys` missing, a value that is not a finite number."
     out = [f'did not record {k}' for k in keys if k not in metrics]
