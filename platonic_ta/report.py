@@ -65,7 +65,7 @@ STAGES = {  # notebook -> demo parameters (beyond report_dir): the embedded defa
     # sets through the shared cache, before the composition stage (on the other worker) scores the same models there
     '01_zoo.ipynb': dict(zoo='full', n_eval=1000, workers=2),
     # then the audio stage: the longest of those that wait on nothing, so that two workers finish together
-    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=600, n_val=None, adapter_steps=100, adapter_batch=128, n_context=100, n_corpus=1000,
+    '08_audio.ipynb': dict(zoo='shipped', n_probes=200, n_eval=600, n_val=None, adapter_steps=100, adapter_batch=128, n_context=100, n_corpus=3000,
                            fit_candidates=[('full', 0.0), ('full', 0.3)]),   # the audio zoo shipped in the package; two fits for the rule
     '00_world.ipynb': dict(n_per_task=2000),
     '01a_heads.ipynb': dict(),
