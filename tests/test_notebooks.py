@@ -142,14 +142,14 @@ def test_a_rebuilt_audio_zoo_keeps_the_audio_headline(tmp_path, cache_dir):
     and run the audio stage at the demo's size on it: the audio headline meets its bars on the rebuild too."""
     import subprocess, sys
     from platonic_ta.audio_zoo import shipped_audio_zoo_dir
-    from platonic_ta.report import STAGES
+    from platonic_ta.report import STAGES, papermill_parameters
     command = json.loads((shipped_audio_zoo_dir() / 'MANIFEST.json').read_text())['command']
     head = 'platonic_ta.audio_zoo.build_audio_zoo('
     assert command.startswith(head) and command.endswith(')'), f'recorded command {command!r} is not a build_audio_zoo call'
     zoo = tmp_path / 'audio-rebuilt'
     call = command[:-1] + (', ' if command[len(head):-1].strip() else '') + f'zoo={str(zoo)!r}, progress=False)'
     subprocess.run([sys.executable, '-c', f'import platonic_ta.audio_zoo\n{call}'], check=True)
-    report = run_stage('08_audio.ipynb', dict(STAGES['08_audio.ipynb'], zoo=str(zoo)), tmp_path / 'run')
+    report = run_stage('08_audio.ipynb', papermill_parameters(dict(STAGES['08_audio.ipynb'], zoo=str(zoo))), tmp_path / 'run')
     metrics = json.loads((report / 'metrics.json').read_text())
     problems = bar_problems(metrics, AUDIO_BARS)
     assert not problems, f'the audio headline on a rebuild of the audio zoo ({command}): ' + '; '.join(problems)
