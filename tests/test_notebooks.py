@@ -102,10 +102,11 @@ NO_SMOKE = {'00b_tasks.ipynb': 'no slow cell: nbdev_test runs every cell', '00d_
             '93_cli.ipynb': "the command's verbs run end to end in tests/test_cli.py; its slow cells train models"}
 
 def run_stage(nb, params, out: Path) -> Path:
-    "Run stage notebook `nb` with papermill into `out`; its report folder."
+    "Run stage notebook `nb` with papermill into `out`, its parameters passed as the demo passes them; its report folder."
+    from platonic_ta.report import papermill_parameters
     report = out / 'report'
     out.mkdir(parents=True, exist_ok=True)
-    pm.execute_notebook(str(ROOT / 'nbs' / nb), str(out / nb), parameters=dict(params, report_dir=str(report)),
+    pm.execute_notebook(str(ROOT / 'nbs' / nb), str(out / nb), parameters=papermill_parameters(dict(params, report_dir=str(report))),
                         kernel_name='python3', cwd=str(ROOT / 'nbs'), progress_bar=False)
     return report
 
@@ -142,14 +143,14 @@ def test_a_rebuilt_audio_zoo_keeps_the_audio_headline(tmp_path, cache_dir):
     and run the audio stage at the demo's size on it: the audio headline meets its bars on the rebuild too."""
     import subprocess, sys
     from platonic_ta.audio_zoo import shipped_audio_zoo_dir
-    from platonic_ta.report import STAGES, papermill_parameters
+    from platonic_ta.report import STAGES
     command = json.loads((shipped_audio_zoo_dir() / 'MANIFEST.json').read_text())['command']
     head = 'platonic_ta.audio_zoo.build_audio_zoo('
     assert command.startswith(head) and command.endswith(')'), f'recorded command {command!r} is not a build_audio_zoo call'
     zoo = tmp_path / 'audio-rebuilt'
     call = command[:-1] + (', ' if command[len(head):-1].strip() else '') + f'zoo={str(zoo)!r}, progress=False)'
     subprocess.run([sys.executable, '-c', f'import platonic_ta.audio_zoo\n{call}'], check=True)
-    report = run_stage('08_audio.ipynb', papermill_parameters(dict(STAGES['08_audio.ipynb'], zoo=str(zoo))), tmp_path / 'run')
+    report = run_stage('08_audio.ipynb', dict(STAGES['08_audio.ipynb'], zoo=str(zoo)), tmp_path / 'run')
     metrics = json.loads((report / 'metrics.json').read_text())
     problems = bar_problems(metrics, AUDIO_BARS)
     assert not problems, f'the audio headline on a rebuild of the audio zoo ({command}): ' + '; '.join(problems)
