@@ -11,7 +11,7 @@ from .commands import CLIError, cmd_finetune, cmd_descriptor, cmd_bank, cmd_edit
 
 # %% auto #0
 __all__ = ['HELP', 'VERBS', 'MODEL_VERBS', 'build_parser', 'cmd_demo', 'cmd_report', 'cmd_sweep', 'cmd_paper', 'cmd_build_zoo',
-           'cmd_compare_builds', 'main']
+           'cmd_compare_builds', 'descendants', 'end_descendants', 'main']
 
 # %% ../nbs/93_cli.ipynb #3fe94a37
 HELP = {'finetune': "LoRA fine-tune of a model's image tower on a task -> checkpoint",
@@ -171,10 +171,6 @@ def cmd_sweep(a) -> int:
     try: sw = run_sweep(a.spec, a.out, a.report_dir, a.workers, a.ray or bool(a.ray_address), a.ray_address, a.retry_failed,
                         not a.no_progress, a.gpus_per_cell)
     except SweepError as e: raise CLIError(str(e)) from e
-    except KeyboardInterrupt:       # Ctrl-C: one line, not the pool's or Ray's traceback; finished cells stay on disk
-        print('platonic-ta sweep: interrupted; the cells that finished are kept: run the same command again to do the rest',
-              file=sys.stderr)
-        return 130
     return 1 if 'failed' in sw.status() else 0
 
 def cmd_paper(a) -> int:
@@ -209,11 +205,40 @@ VERBS = {'finetune': cmd_finetune, 'descriptor': cmd_descriptor, 'bank': cmd_ban
          'compare-builds': cmd_compare_builds}
 MODEL_VERBS = ('finetune', 'descriptor', 'bank', 'edit', 'eval')   # their models' weights are read once per command
 
+def descendants() -> set:
+    "Process ids of every process this one started, at any depth, still running."
+    import psutil
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+def end_descendants(timeout: float = 10.0, keep=()) -> int:
+    """Terminate every process this one started, at any depth (stage workers, papermill, their kernels, a local Ray),
+    except the ids in `keep`, then kill those still running after `timeout` seconds; returns how many there were."""
+    import contextlib, psutil
+    kids = [p for p in psutil.Process().children(recursive=True) if p.pid not in set(keep)]
+    for p in kids:
+        with contextlib.suppress(psutil.Error): p.terminate()
+    _, alive = psutil.wait_procs(kids, timeout=timeout)
+    for p in alive:
+        with contextlib.suppress(psutil.Error): p.kill()
+    return len(kids)
+
+_BEFORE: set = set()   # processes that were running before `main` began: not the command's to end
+
+def _terminated(signum, frame):
+    "SIGTERM (`kill`, a job scheduler, a closed session) ends a run as Ctrl-C does, and leaves no kernel computing."
+    end_descendants(keep=_BEFORE)
+    raise KeyboardInterrupt
+
 def main(argv=None) -> int:
-    "`platonic-ta VERB ...`; returns the exit status (0 ok, 1 a run finished with failures, 2 bad input)."
+    """`platonic-ta VERB ...`; returns the exit status (0 ok, 1 a run finished with failures, 2 bad input, 130
+    interrupted by Ctrl-C or SIGTERM: what finished is kept, and no process it started is left running)."""
+    import signal, threading
     argv = sys.argv[1:] if argv is None else list(argv)
+    verb = next((x for x in argv if not x.startswith('-')), None)
+    own = threading.current_thread() is threading.main_thread()   # only the main thread may set a signal handler
+    prior = signal.signal(signal.SIGTERM, _terminated) if own else None
+    _BEFORE.clear(); _BEFORE.update(descendants())
     try:
-        verb = next((x for x in argv if not x.startswith('-')), None)
         a = build_parser(verb if verb in VERBS else None).parse_args(argv)
         if a.verb not in MODEL_VERBS: return VERBS[a.verb](a)
         from platonic_ta.encoders import digest_scope
@@ -225,5 +250,12 @@ def main(argv=None) -> int:
             msg += ' (with no network, pass --offline: nothing is downloaded and a missing file is named)'
         print(f'platonic-ta {argv[0] if argv else ""}: error: {msg}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        end_descendants(keep=_BEFORE)
+        print(f'platonic-ta {verb or ""}: interrupted; what finished is kept (stages, cells, checkpoints): run the same '
+              'command again to do the rest', file=sys.stderr)
+        return 130
+    finally:
+        if own: signal.signal(signal.SIGTERM, prior if prior is not None else signal.SIG_DFL)
 
 if __name__ == '__main__' and getattr(globals().get('__spec__'), 'name', '') == 'platonic_ta.cli': sys.exit(main())   # python -m platonic_ta.cli
