@@ -56,10 +56,10 @@ test: install sync
 test-lab: install-lab
 	d=$$(mktemp -d) && export TMPDIR=$$d && $(BIN)/python -m pytest -q tests/lab; rc=$$?; rm -rf $$d; exit $$rc
 
-# The heavy checks nbdev skips by default (cells flagged `#| slow`).
+# The heavy checks nbdev skips by default (cells flagged `#| slow`); their temporary files go as make test's do.
 test-slow: install
-	$(BIN)/nbdev_test --n_workers 1 --flags slow
-	PLATONIC_TA_SLOW=1 $(BIN)/python -m pytest -q tests -m slow
+	d=$$(mktemp -d) && export TMPDIR=$$d && $(BIN)/nbdev_test --n_workers 1 --flags slow && \
+	PLATONIC_TA_SLOW=1 $(BIN)/python -m pytest -q tests -m slow; rc=$$?; rm -rf $$d; exit $$rc
 
 demo: install-lab
 	$(BIN)/platonic-ta demo
