@@ -205,16 +205,24 @@ VERBS = {'finetune': cmd_finetune, 'descriptor': cmd_descriptor, 'bank': cmd_ban
          'compare-builds': cmd_compare_builds}
 MODEL_VERBS = ('finetune', 'descriptor', 'bank', 'edit', 'eval')   # their models' weights are read once per command
 
-def descendants() -> set:
-    "Process ids of every process this one started, at any depth, still running."
+def descendants() -> list:
+    "Every process this one started, at any depth, still running (psutil processes)."
     import psutil
-    return {p.pid for p in psutil.Process().children(recursive=True)}
+    return psutil.Process().children(recursive=True)
 
-def end_descendants(timeout: float = 10.0, keep=()) -> int:
+def _cleaner(p) -> bool:
+    "Is `p` multiprocessing's resource tracker? It frees the pool's semaphores once the others are gone, then exits by itself."
+    import psutil
+    try: return 'multiprocessing.resource_tracker' in ' '.join(p.cmdline())
+    except psutil.Error: return False
+
+def end_descendants(keep=(), timeout: float = 10.0) -> int:
     """Terminate every process this one started, at any depth (stage workers, papermill, their kernels, a local Ray),
-    except the ids in `keep`, then kill those still running after `timeout` seconds; returns how many there were."""
+    except the pids in `keep` and multiprocessing's resource tracker, then kill those still running after `timeout`
+    seconds; returns how many there were."""
     import contextlib, psutil
-    kids = [p for p in psutil.Process().children(recursive=True) if p.pid not in set(keep)]
+    keep = set(keep)
+    kids = [p for p in descendants() if p.pid not in keep and not _cleaner(p)]
     for p in kids:
         with contextlib.suppress(psutil.Error): p.terminate()
     _, alive = psutil.wait_procs(kids, timeout=timeout)
@@ -222,22 +230,18 @@ def end_descendants(timeout: float = 10.0, keep=()) -> int:
         with contextlib.suppress(psutil.Error): p.kill()
     return len(kids)
 
-_BEFORE: set = set()   # processes that were running before `main` began: not the command's to end
-
-def _terminated(signum, frame):
-    "SIGTERM (`kill`, a job scheduler, a closed session) ends a run as Ctrl-C does, and leaves no kernel computing."
-    end_descendants(keep=_BEFORE)
-    raise KeyboardInterrupt
-
 def main(argv=None) -> int:
     """`platonic-ta VERB ...`; returns the exit status (0 ok, 1 a run finished with failures, 2 bad input, 130
     interrupted by Ctrl-C or SIGTERM: what finished is kept, and no process it started is left running)."""
     import signal, threading
     argv = sys.argv[1:] if argv is None else list(argv)
     verb = next((x for x in argv if not x.startswith('-')), None)
+    before = {p.pid for p in descendants()}   # running before the command began: not its to end
+    def terminated(signum, frame):             # SIGTERM (`kill`, a job scheduler) ends a run as Ctrl-C does
+        end_descendants(keep=before)
+        raise KeyboardInterrupt
     own = threading.current_thread() is threading.main_thread()   # only the main thread may set a signal handler
-    prior = signal.signal(signal.SIGTERM, _terminated) if own else None
-    _BEFORE.clear(); _BEFORE.update(descendants())
+    prior = signal.signal(signal.SIGTERM, terminated) if own else None
     try:
         a = build_parser(verb if verb in VERBS else None).parse_args(argv)
         if a.verb not in MODEL_VERBS: return VERBS[a.verb](a)
@@ -251,7 +255,7 @@ def main(argv=None) -> int:
         print(f'platonic-ta {argv[0] if argv else ""}: error: {msg}', file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        end_descendants(keep=_BEFORE)
+        end_descendants(keep=before)
         print(f'platonic-ta {verb or ""}: interrupted; what finished is kept (stages, cells, checkpoints): run the same '
               'command again to do the rest', file=sys.stderr)
         return 130
