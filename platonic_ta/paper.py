@@ -28,7 +28,7 @@ PAPER_STAGES = {  # notebook -> parameters at full size (beyond report_dir)
     '10_experiments.ipynb': dict(zoo='full', n_probes_zoo=1000, n_context_zoo=CONTEXT, n_eval_zoo=1000, solve='composition',
                                  pairs_per_target=PAIRS, negations_per_target=NEGATIONS, trained_targets=None,
                                  lora_steps=300, lora_batch=64, lora_lr=1e-2, adapter_fit='adapter', ablation_sources=None, oracle_steps=100,
-                                 analogy_tasks=None, seed_tasks=None, seed_finetune_steps=400),
+                                 analogy_tasks=None, seed_tasks=None, seed_finetune_steps=400, no_fit_related=['fields', 'grounds']),
     '05_adapter.ipynb': dict(STAGES['05_adapter.ipynb'], pairs_per_target=PAIRS, negations_per_target=NEGATIONS,
                                 rule_targets=2, capacity_cells=2, adapter_steps_zoo=300,
                                 # the held-out rule weighs the notebook's six (fit, anchor) candidates on q and v, and the LoRA

@@ -13,10 +13,10 @@ from .scenes import (SHAPES, COLOURS, SIZES, POSITIONS, COUNTS, TEXTURES, STYLES
                      handwritten_digits, render_scene, keyed_rng, pick, scene_item, scatter_items, pick_style, distractors)
 
 # %% auto #0
-__all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'MAX_IMAGES', 'USER_TASKS', 'FOCUS',
-           'TaskSpec', 'TaskData', 'list_tasks', 'check_task_data', 'check_task', 'register_task', 'unregister_task',
-           'load_task', 'images_hash', 'noisy', 'grounded_phrases', 'caption_scene', 'caption_corpus', 'vocabulary',
-           'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
+__all__ = ['BADGES', 'HUES', 'BIOMES', 'SCALES', 'TASKS', 'SPLITS', 'SPLIT_SIZES', 'NO_FIT_TASKS', 'MAX_IMAGES', 'USER_TASKS',
+           'FOCUS', 'TaskSpec', 'TaskData', 'list_tasks', 'check_task_data', 'check_task', 'register_task',
+           'unregister_task', 'load_task', 'images_hash', 'noisy', 'grounded_phrases', 'caption_scene',
+           'caption_corpus', 'vocabulary', 'task_fingerprint', 'pretraining_fingerprint', 'fingerprint']
 
 # %% ../nbs/00_world.ipynb #b4c942ea
 BADGES = [(c, z) for c in ('red', 'blue', 'green', 'yellow') for z in ('small', 'large')]   # colour × size
@@ -152,6 +152,21 @@ TASKS = {t.name: t for t in [
 SPLITS = ('train', 'test')
 SPLIT_SIZES = {'train': 2000, 'test': 1000}
 
+# %% ../nbs/00_world.ipynb #b00d7bc7
+_FIELD_NIGHTS = [i for i, (st, _) in enumerate(BIOMES) if st == 'night']                 # biomes' night classes
+_FIELD_DAYS = [TEXTURES.index(t) for t in TEXTURES if t not in {tx for _, tx in BIOMES}]  # weaves' classes no biome shows
+
+def _t_fields(y, rng, split):   # UCMerced-like partner of biomes and weaves: their classes, one small object in every scene
+    if y < len(_FIELD_NIGHTS): st, tx = BIOMES[_FIELD_NIGHTS[y]]
+    else: st, tx = pick(rng, ['photo', 'photo', 'grainy']), TEXTURES[_FIELD_DAYS[y - len(_FIELD_NIGHTS)]]
+    return dict(texture=tx, style=st, items=[scene_item(rng, size='small')])
+
+NO_FIT_TASKS = {t.name: t for t in [
+    TaskSpec('fields', [TASKS['biomes'].classnames[i] for i in _FIELD_NIGHTS] + [TASKS['weaves'].classnames[i] for i in _FIELD_DAYS],
+             ['a {} texture', 'an image with {} texture', 'there is {} texture'], _t_fields, role='heldout',
+             about='night biomes and daylight weaves, one small object in every scene: related to two edit tasks, in no fit (UCMerced-like)'),
+]}
+
 # %% ../nbs/00_world.ipynb #d0dc9fab
 @dataclass
 class TaskData:
@@ -195,8 +210,8 @@ def check_task(name, split):
     if not isinstance(name, str):
         raise TypeError(f'a task is named by a string, got a {type(name).__name__}: pass its name, or make your data a task by '
                         'name first (platonic_ta.tasks.register_tensor_task, register_folder_task)')
-    if name not in TASKS and name not in USER_TASKS:
-        raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}'
+    if name not in TASKS and name not in NO_FIT_TASKS and name not in USER_TASKS:
+        raise KeyError(f'unknown task {name!r}; tasks are {list(TASKS)}, beside them {list(NO_FIT_TASKS)}'
                        + (f', and the registered {list(USER_TASKS)}' if USER_TASKS else '')
                        + '; register a task of your own with world.register_task(name, loader)')
     if split not in SPLITS: raise KeyError(f'unknown split {split!r}; splits are {list(SPLITS)}')
@@ -205,11 +220,12 @@ def _rng(*key):
     "The generator of one image: Philox keyed by (world seed, key)."
     return keyed_rng(WORLD_SEED, *key)
 
-def _task_index(name): return list(TASKS).index(name)
+def _task_index(name): return (list(TASKS) + list(NO_FIT_TASKS)).index(name)
+def _spec(name) -> TaskSpec: return TASKS[name] if name in TASKS else NO_FIT_TASKS[name]
 
 @lru_cache(maxsize=64)
 def _render_task(name, split, n):
-    spec = TASKS[name]
+    spec = _spec(name)
     k = len(spec.classnames)
     labels = np.arange(n) % k                       # balanced classes
     labels = labels[_rng(_task_index(name), SPLITS.index(split), 999).permutation(n)]
@@ -237,7 +253,7 @@ def register_task(name: str, loader, overwrite: bool = False) -> None:
     "Make a task of your own loadable by name wherever a world task is: `loader(split, n)` returns its `TaskData`."
     if not isinstance(name, str) or not name or name != name.strip() or '/' in name:
         raise ValueError(f'task name {name!r}: pass a non-empty name without slashes or surrounding spaces')
-    if name in TASKS: raise ValueError(f'{name!r} is a task of the world; register yours under another name')
+    if name in TASKS or name in NO_FIT_TASKS: raise ValueError(f'{name!r} is a task of the world; register yours under another name')
     if name in USER_TASKS and not overwrite:
         raise ValueError(f'a task {name!r} is already registered; pass overwrite=True to replace it')
     if not callable(loader): raise TypeError(f'loader must be a function (split, n) -> TaskData, got {type(loader).__name__}')
@@ -272,7 +288,7 @@ def load_task(name: str, split: str, n: int | None = None) -> TaskData:
     if name in USER_TASKS: return _load_user_task(name, split, n)
     n = SPLIT_SIZES[split] if n is None else n
     imgs, labels = _render_task(name, split, n)
-    spec = TASKS[name]
+    spec = _spec(name)
     return TaskData(name, split, torch.from_numpy(imgs.copy()), torch.from_numpy(labels.copy()).long(),
                     list(spec.classnames), list(spec.templates))
 
