@@ -95,7 +95,7 @@ EXPERIMENTS = [  # (section, its figure, rows (metric, effect, the paper's figur
         ('experiments.multitask_pairwise_interference', "change of a task's gain when one other task joins it (points)", 'not reported'),
     ]),
     ('A dataset that enters no fit', '10_no_fit', [
-        ('experiments.no_fit_related_gain', "a related dataset in no fit (classes named like two edit tasks' classes): gain when its related tasks are composed across models (points)", '+4.76 to +7.65'),
+        ('experiments.no_fit_related_gain', 'a related dataset in no fit (classes named like the classes of two edit tasks): gain when its related tasks are composed across models (points)', '+4.76 to +7.65'),
         ('experiments.no_fit_related_first_term_gain', 'the same from the first related task alone (points)', 'not reported'),
         ('experiments.no_fit_related_beats_first_share', 'share of cells where the composition beats its first term', 'not reported'),
         ('experiments.no_fit_related_control_change', 'control change of that composition (points)', 'not reported'),
