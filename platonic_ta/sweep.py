@@ -14,9 +14,9 @@ from .report import write_report, papermill_parameters, thread_env
 from ._io import atomic_write_text, repo_root
 
 # %% auto #0
-__all__ = ['SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters', 'entry_notebook',
-           'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell', 'share_threads', 'make_executor',
-           'Sweep', 'write_summary', 'run_sweep']
+__all__ = ['KERNEL_STARTS', 'KERNEL_DIED', 'SweepError', 'SweepSpec', 'load_spec', 'resolve_notebook', 'notebook_parameters',
+           'entry_notebook', 'check_parameters', 'code_version', 'cell_name', 'read_status', 'run_cell',
+           'share_threads', 'make_executor', 'Sweep', 'write_summary', 'run_sweep']
 
 # %% ../nbs/91_sweep.ipynb #c9346e1c
 class SweepError(ValueError):
@@ -167,6 +167,9 @@ def read_status(cell_dir) -> dict | None:
     try: return json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError): return None   # written atomically: only a foreign edit damages it; the cell reruns
 
+KERNEL_STARTS = 3   # tries to start a cell's kernel (two kernels started at once can draw the same free port)
+KERNEL_DIED = 'Kernel died before replying to kernel_info'
+
 def run_cell(job: dict) -> dict:
     """Execute one cell: `job` = {notebook, cell_dir, params, cwd, kernel, version, executor, and optionally report_dir
     (default `cell_dir/report`)}; writes and returns its status."""
@@ -183,9 +186,14 @@ def run_cell(job: dict) -> dict:
     status = dict(status='done', error=None, params=job['params'], code_version=job['version'], host=os.uname().nodename,
                   executor=job.get('executor', 'local'), pid=os.getpid())
     try:
-        pm.execute_notebook(job['notebook'], str(out_nb), parameters=papermill_parameters(dict(job['params'], report_dir=str(job.get('report_dir') or cell_dir / 'report'))),
-                            kernel_name=job.get('kernel', 'python3'), cwd=job.get('cwd'), progress_bar=False,
-                            log_output=False)
+        for attempt in range(KERNEL_STARTS):
+            try:
+                pm.execute_notebook(job['notebook'], str(out_nb), parameters=papermill_parameters(dict(job['params'], report_dir=str(job.get('report_dir') or cell_dir / 'report'))),
+                                    kernel_name=job.get('kernel', 'python3'), cwd=job.get('cwd'), progress_bar=False,
+                                    log_output=False)
+                break
+            except RuntimeError as e:   # a kernel that died before it answered ran no code: start another
+                if KERNEL_DIED not in str(e) or attempt == KERNEL_STARTS - 1: raise
     except Exception as e:   # the cell's error is the sweep's data: reported, never raised
         ev = getattr(e, 'evalue', None)
         msg = f"{getattr(e, 'ename', type(e).__name__)}: {ev if ev is not None else e}"
