@@ -28,14 +28,15 @@ from .analysis import heldout_solve
 from .stats import mean_or_nan
 
 # %% auto #0
-__all__ = ['FITS', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side',
-           'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move', 'candidate_config', 'heldout_fit',
-           'resolve_fit']
+__all__ = ['FITS', 'CALIBRATE_MAX', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'delivered_share', 'fit_adapter',
+           'load_adapter', 'accuracies', 'side_by_side', 'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move',
+           'candidate_config', 'heldout_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
 
 FITS = ('full', 'class_relative')   # what the adapter's objective compares (AdapterConfig.fit)
+CALIBRATE_MAX = 4.0   # the most a calibrated refit amplifies the asked change (AdapterConfig.calibrate)
 
 @dataclass
 class AdapterConfig:
@@ -53,6 +54,8 @@ class AdapterConfig:
                              # class prompts); 0: the affinities alone, as in the paper
     targets: str = 'qv'      # what the LoRA wraps: 'qv' (q and v of every attention of the image tower, the paper's)
                              # or 'every' (every Linear and Conv2d of the image tower)
+    calibrate: bool = False  # True: measure on the grids the share of the asked change the fit delivers along it
+                             # (label-free) and fit once more asking for 1/share of it (at most CALIBRATE_MAX): two fits
 
     def __post_init__(self):
         if not _is_int(self.rank) or self.rank < 1:
@@ -82,6 +85,9 @@ class AdapterConfig:
         if self.targets not in LORA_TARGETS:
             raise ValueError(f"targets must be one of {LORA_TARGETS}, got {self.targets!r}; e.g. AdapterConfig(targets='every') "
                              "to put the LoRA on every projection of the image tower")
+        if not isinstance(self.calibrate, bool):
+            raise ValueError(f"calibrate must be True or False, got {self.calibrate!r}; e.g. AdapterConfig(calibrate=True) to "
+                             "refit asking for what the first fit fell short of")
         self.alpha, self.lr, self.anchor = float(self.alpha), float(self.lr), float(self.anchor)
 
 # %% ../nbs/05_adapter.ipynb #13ed4ae3
@@ -127,7 +133,7 @@ ADAPTER_FORMAT = 'platonic_ta.adapter'
 class AdapterFit:
     "One fitted edit: the edited encoder (LoRA merged), the loss curve, the LoRA factors and the record."
     encoder: object          # the edited DualEncoder (same classes and state_dict keys as the target)
-    losses: list             # objective before each step (on the step's batch)
+    losses: list             # objective before each step (on the step's batch; calibrated: the refit's, against the amplified ask)
     loss_final: float        # objective of the returned encoder, every probe
     loss_start: float        # objective of the unedited target, every probe
     tensors: dict            # LoRA factors, peft state-dict names
@@ -199,22 +205,27 @@ def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full', ancho
     return sum(_grid_loss(G, _tower_embed(visual, G['X'], bs), lambda t: t, fit, anchor).item() for G in grids.values())
 
 # %% ../nbs/05_adapter.ipynb #748c8518
-def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None, seed: int | None = None,
-                cache: EmbeddingCache | None = None, config: AdapterConfig | None = None, progress: bool = True,
-                save_path=None, name: str | None = None, overwrite: bool = False, stack: bool = False) -> AdapterFit:
-    "Fit LoRA on the target's image-tower q and v so that on every term's grid `A_edit − A_0 ≈ coeff·U`; one joint optimisation."
-    if save_path is not None: refuse_existing(pair_paths(save_path), overwrite, 'fit_adapter(save_path=...)')
-    prior = check_stack(target, stack)
-    cfg = config if config is not None else AdapterConfig()
-    if not isinstance(cfg, AdapterConfig): raise TypeError(f"config must be an AdapterConfig, got {type(cfg).__name__}")
-    over = {k: v for k, v in dict(steps=steps, lr=lr, seed=seed).items() if v is not None}
-    cfg = dataclasses.replace(cfg, **over)        # re-runs the checks
-    check_alloc(64 * cfg.steps, f'the loss curve of {cfg.steps} steps', 'ask for fewer steps')
-    terms = _check_terms(terms)
-    t0 = time.time()
-    device, dtype = _model_place(target.model)
-    grids = _prepare(target, terms, cache, device, dtype)
+@torch.no_grad()
+def delivered_share(visual, grids: dict, fit: str = 'full') -> float:
+    """The share of the asked change `W = Σ c·U` that the tower `visual` delivers along it on the grids of `_prepare`:
+    `Σ ⟨ΔA, W⟩ / Σ ‖W‖²` over every grid (each row less its mean over the classes first when `fit='class_relative'`).
+    1: the asked amount; a least-squares fit that reaches part of the change delivers less than 1. Label-free."""
+    num = den = 0.0
+    for G in grids.values():
+        z = F.normalize(_tower_embed(visual, G['X']).to(G['T'].dtype), dim=-1)
+        W = sum(c * U for U, c in G['terms'])
+        D, W = _gap(z @ G['T'].T - G['A0'], 0.0, fit), _gap(W, 0.0, fit)
+        num += (D * W).sum().item(); den += W.pow(2).sum().item()
+    if den == 0: raise ValueError("the terms ask for no change (all zero): there is nothing to calibrate against")
+    return num / den
 
+def _scaled(grids: dict, k: float) -> dict:
+    "The grids of `_prepare` with every term's coefficient times `k`."
+    return {h: dict(G, terms=[(U, c * k) for U, c in G['terms']]) for h, G in grids.items()}
+
+def _optimise(target, grids: dict, cfg: AdapterConfig, progress: bool, desc: str) -> tuple:
+    """One LoRA fit on a copy of `target`: (edited encoder with the LoRA merged, objective before the first step on every
+    probe, losses per step, LoRA factors, LoRA targets, seconds of optimisation)."""
     enc = copy.deepcopy(target)
     enc.model.eval()                               # no dropout; the fit is deterministic under the seed
     expose_qkv(image_tower(enc.model))
@@ -224,9 +235,9 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     params = [p for p in pm.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
-    loss_start = _full_objective(visual, grids, fit=cfg.fit, anchor=cfg.anchor)
+    start = _full_objective(visual, grids, fit=cfg.fit, anchor=cfg.anchor)
     losses, t_fit = [], time.time()
-    bar = tqdm(range(cfg.steps), desc=f'adapter {target.name}', disable=not progress, mininterval=1)
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1)
     for step in bar:
         for grp in opt.param_groups: grp['lr'] = cfg.lr * lr_factor(cfg.schedule, step, cfg.steps)
         loss = _objective(visual, grids, gen, cfg.batch, cfg.fit, cfg.anchor)
@@ -243,14 +254,41 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     t_fit = time.time() - t_fit
     tensors = adapter_tensors(pm)
     enc.model = merge_adapter(pm).eval()
+    return enc, start, losses, tensors, targets, t_fit
+
+def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None, seed: int | None = None,
+                cache: EmbeddingCache | None = None, config: AdapterConfig | None = None, progress: bool = True,
+                save_path=None, name: str | None = None, overwrite: bool = False, stack: bool = False) -> AdapterFit:
+    """Fit LoRA on the target's image-tower q and v so that on every term's grid `A_edit − A_0 ≈ coeff·U`; one joint
+    optimisation (with `config.calibrate`, a second one asking for 1/share of the change, the share the first delivered)."""
+    if save_path is not None: refuse_existing(pair_paths(save_path), overwrite, 'fit_adapter(save_path=...)')
+    prior = check_stack(target, stack)
+    cfg = config if config is not None else AdapterConfig()
+    if not isinstance(cfg, AdapterConfig): raise TypeError(f"config must be an AdapterConfig, got {type(cfg).__name__}")
+    over = {k: v for k, v in dict(steps=steps, lr=lr, seed=seed).items() if v is not None}
+    cfg = dataclasses.replace(cfg, **over)        # re-runs the checks
+    check_alloc(64 * cfg.steps, f'the loss curve of {cfg.steps} steps', 'ask for fewer steps')
+    terms = _check_terms(terms)
+    t0 = time.time()
+    device, dtype = _model_place(target.model)
+    grids = _prepare(target, terms, cache, device, dtype)
+    enc, loss_start, losses, tensors, targets, t_fit = _optimise(target, grids, cfg, progress, f'adapter {target.name}')
+    calibration = None
+    if cfg.calibrate:
+        share = delivered_share(image_tower(enc.model), grids, cfg.fit)
+        k = min(1 / share, CALIBRATE_MAX) if share > 0 else CALIBRATE_MAX
+        if k > 1:                                  # the first fit fell short: ask for what it left out
+            enc, _, losses, tensors, targets, t2 = _optimise(target, _scaled(grids, k), cfg, progress, f'adapter {target.name} x{k:.2f}')
+            t_fit += t2
+        calibration = dict(share_first=share, kappa=max(k, 1.0), share=delivered_share(image_tower(enc.model), grids, cfg.fit))
     loss_final = _full_objective(image_tower(enc.model), grids, fit=cfg.fit, anchor=cfg.anchor)
     enc.name = name or f'{target.name}+adapter'
     seconds = time.time() - t0
     meta = dict(kind='adapter', config=asdict(cfg), target=str(target.name), target_weights_hash=target.weights_hash(),
                 edited_weights_hash=enc.weights_hash(), targets=targets,
                 terms=[dict(task=g.task, grid_hash=g.grid_hash, N=g.N, M=g.M, coeff=c) for g, U, c in terms],
-                loss_start=loss_start, loss_final=loss_final, losses=losses, seconds=seconds,
-                s_per_step=t_fit / cfg.steps, peft_version=_peft_version())
+                loss_start=loss_start, loss_final=loss_final, losses=losses, seconds=seconds, calibration=calibration,
+                s_per_step=t_fit / (cfg.steps * (2 if calibration and calibration['kappa'] > 1 else 1)), peft_version=_peft_version())
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
     record_edit(enc, target, dict(kind='adapter', config=asdict(cfg), terms=meta['terms']), prior)
     fit = AdapterFit(enc, losses, loss_final, loss_start, tensors, meta)
@@ -321,7 +359,8 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
     they ask (the target's text embeddings on both sides): `full` = ‖ΔA − Σ c·U‖ / ‖Σ c·U‖ over every row of every
     grid, `class_relative` the same with each row's mean over the classes removed first (the part a prediction
     depends on); `norm_ratio`, the median over the grids' rows of how much the edit lengthens an image embedding
-    (the cosines divide it out). With `labels` (`{task: labels of its grid's own probes}`), `margin_asked` and
+    (the cosines divide it out); `share`, how much of the asked change the edit delivers along it, `Σ ⟨ΔA, Σ c·U⟩ / ‖Σ c·U‖²`
+    (`delivered_share`'s measure: 1 is the asked amount). With `labels` (`{task: labels of its grid's own probes}`), `margin_asked` and
     `margin_delivered`: the mean change over those probes of the true class's margin (its affinity less the mean
     over the classes, over their spread, which no rescaling or shift of a probe's row changes) that the terms ask
     for and that the edit makes. The target's embeddings come from `cache` when given; the edited model's, made once, from a pass."""
@@ -330,7 +369,7 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
         w = want.setdefault(g.grid_hash, [g, 0.0]); w[1] = w[1] + c * U.double().cpu()
     centre = lambda x: x - x.mean(1, keepdim=True)
     margin = lambda A, y: ((A.gather(1, y[:, None]) - A.mean(1, keepdim=True)) / A.std(1, keepdim=True).clamp_min(1e-12))[:, 0]
-    sums, ratios, margins = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0]), [], [0.0, 0.0, 0]
+    sums, ratios, margins, along = dict(full=[0.0, 0.0], class_relative=[0.0, 0.0]), [], [0.0, 0.0, 0], 0.0
     for g, W in want.values():
         (z0, T), (z1, _) = (tuple(x.double().cpu() for x in e) for e in (_grid_embed(target, g, cache), _grid_embed(edited, g)))
         A0, A1 = affinity(z0, T), affinity(z1, T)
@@ -338,6 +377,7 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
         for k, f in (('full', lambda x: x), ('class_relative', centre)):
             sums[k][0] += f(D - W).pow(2).sum().item(); sums[k][1] += f(W).pow(2).sum().item()
         ratios.append(z1.norm(dim=1) / z0.norm(dim=1).clamp_min(1e-12))
+        along += (D * W).sum().item()
         if labels is not None:
             if g.task not in labels: raise ValueError(f"labels has no {g.task!r}: pass the labels of every term grid's own probes")
             y = torch.as_tensor(labels[g.task]).long().cpu()
@@ -349,6 +389,7 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
         if den == 0: raise ValueError(f"the terms ask for no {k.replace('_', '-')} change (all zero): there is nothing to compare the edit with")
     out = {k: math.sqrt(num / den) for k, (num, den) in sums.items()}
     out['norm_ratio'] = torch.cat(ratios).median().item()
+    out['share'] = along / sums['full'][1]
     if labels is not None: out.update(margin_asked=margins[0] / margins[2], margin_delivered=margins[1] / margins[2])
     return out
 
@@ -365,11 +406,13 @@ def edit_move(coeffs, acc: dict, base: dict, others) -> tuple:
     return (mean([acc[t] - base[t] for t in coeffs]), mean([base[t] - acc[t] for t in others if t not in coeffs]))
 
 def candidate_config(config: AdapterConfig, cand) -> AdapterConfig:
-    "`config` with a held-out rule's candidate on top: `(fit, anchor)`, or `(fit, anchor, targets)` (what the LoRA wraps)."
-    if isinstance(cand, str) or len(cand) not in (2, 3):
-        raise ValueError(f"a candidate is (fit, anchor) or (fit, anchor, targets), e.g. ('full', 0.03, 'every'); got {cand!r}")
-    fit, anchor, targets = (*cand, config.targets)[:3]
-    return dataclasses.replace(config, fit=fit, anchor=anchor, targets=targets)
+    """`config` with a held-out rule's candidate on top: `(fit, anchor)`, `(fit, anchor, targets)` (what the LoRA wraps)
+    or `(fit, anchor, targets, calibrate)` (whether a second fit asks for what the first fell short of)."""
+    if isinstance(cand, str) or len(cand) not in (2, 3, 4):
+        raise ValueError(f"a candidate is (fit, anchor), (fit, anchor, targets) or (fit, anchor, targets, calibrate), e.g. "
+                         f"('full', 0.03, 'every') or ('full', 1.0, 'every', True); got {cand!r}")
+    fit, anchor, targets, calibrate = (*cand, *(config.fit, config.anchor, config.targets, config.calibrate)[len(cand):])
+    return dataclasses.replace(config, fit=fit, anchor=anchor, targets=targets, calibrate=calibrate)
 
 def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig, vals: dict, others, base_acc: dict,
                 max_cost: float = 2.0, cache: EmbeddingCache | None = None) -> tuple:
@@ -386,15 +429,16 @@ def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig,
             moves[cell['kind']].append(edit_move(cell['coeffs'], acc, base_acc[cell['target']], others))
         if not (moves['addition'] and moves['negation']):
             raise ValueError("the held-out rule needs at least one addition and one negation cell")
-        rows.append(dict(config=cfg, fit=cfg.fit, anchor=cfg.anchor, targets=cfg.targets, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
+        rows.append(dict(config=cfg, fit=cfg.fit, anchor=cfg.anchor, targets=cfg.targets, calibrate=cfg.calibrate, add_gain=mean_or_nan([m for m, _ in moves['addition']]),
                          add_cost=mean_or_nan([c for _, c in moves['addition']]), neg_removed=0.0 - mean_or_nan([m for m, _ in moves['negation']]),
                          neg_cost=mean_or_nan([c for _, c in moves['negation']])))
     return choose_fit(rows, max_cost), rows
 
 # %% ../nbs/05_adapter.ipynb #ae4a2a8f
 def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
-    """`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit`, `anchor` and `targets` as 05's held-out rule chose
-    them for `'adapter'` (a record without `adapter.rule_every_projection` predates that choice: q and v)."""
+    """`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit`, `anchor`, `targets` and `calibrate` as 05's held-out
+    rule chose them for `'adapter'` (a record without `adapter.rule_every_projection` or `adapter.rule_calibrate` predates
+    that choice: q and v, one fit)."""
     if adapter_fit == 'default': return {}
     if adapter_fit != 'adapter':
         raise ValueError(f"adapter_fit must be 'default' or 'adapter' (the fit 05_adapter chose), got {adapter_fit!r}")
@@ -404,4 +448,4 @@ def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
         raise ValueError(f"adapter_fit='adapter' needs {missing[0]} in {report_dir}/metrics.json: run 05_adapter with the "
                          "same report_dir first, or pass adapter_fit='default'")
     return dict(fit='class_relative' if m['adapter.rule_class_relative'] else 'full', anchor=m['adapter.rule_anchor'],
-                targets='every' if m.get('adapter.rule_every_projection') else 'qv')
+                targets='every' if m.get('adapter.rule_every_projection') else 'qv', calibrate=bool(m.get('adapter.rule_calibrate', 0.0)))

@@ -32,9 +32,11 @@ PAPER_STAGES = {  # notebook -> parameters at full size (beyond report_dir)
     '05_adapter.ipynb': dict(STAGES['05_adapter.ipynb'], pairs_per_target=PAIRS, negations_per_target=NEGATIONS,
                                 rule_targets=2, capacity_cells=2, adapter_steps_zoo=300,
                                 # the held-out rule weighs the notebook's six (fit, anchor) candidates on q and v, and the LoRA
-                                # on every projection at anchors a step stronger (it moves more of what no term asks for)
+                                # on every projection at anchors a step stronger (it moves more of what no term asks for), and
+                                # that LoRA calibrated (a second fit asks for what the first fell short of) at the strongest anchors
                                 fit_candidates=[(fit, anchor) for fit in ('full', 'class_relative') for anchor in (0.0, 0.03, 0.3)]
-                                + [(fit, anchor, 'every') for fit in ('full', 'class_relative') for anchor in (0.03, 0.3, 1.0)]),
+                                + [(fit, anchor, 'every') for fit in ('full', 'class_relative') for anchor in (0.03, 0.3, 1.0)]
+                                + [('full', anchor, 'every', True) for anchor in (0.3, 1.0, 3.0)]),
     '06_residuals.ipynb': STAGES['06_residuals.ipynb'],
     '08_audio.ipynb': {**{k: v for k, v in STAGES['08_audio.ipynb'].items() if k not in ('move_budgets', 'fit_candidates')},   # every budget,
                        'adapter_steps': 200, 'adapter_sources': 2},   # every fit candidate, two sources per adapter target
