@@ -28,9 +28,9 @@ from .analysis import heldout_solve
 from .stats import mean_or_nan
 
 # %% auto #0
-__all__ = ['FITS', 'CALIBRATE_MAX', 'ADAPTER_FORMAT', 'AdapterConfig', 'AdapterFit', 'delivered_share', 'fit_adapter',
-           'load_adapter', 'accuracies', 'side_by_side', 'adapter_gaps', 'edit_residuals', 'choose_fit', 'edit_move',
-           'candidate_config', 'heldout_fit', 'resolve_fit']
+__all__ = ['FITS', 'CALIBRATE_MAX', 'ADAPTER_FORMAT', 'EDIT_KINDS', 'AdapterConfig', 'AdapterFit', 'delivered_share',
+           'fit_adapter', 'load_adapter', 'accuracies', 'side_by_side', 'adapter_gaps', 'edit_residuals', 'choose_fit',
+           'edit_move', 'candidate_config', 'heldout_fit', 'resolve_fit']
 
 # %% ../nbs/05_adapter.ipynb #998f1cc9
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
@@ -394,11 +394,18 @@ def edit_residuals(target, edited, terms, cache: EmbeddingCache | None = None, l
     return out
 
 # %% ../nbs/05_adapter.ipynb #103df344
-def choose_fit(rows, max_cost: float = 2.0):
+EDIT_KINDS = {'addition': ('add_gain', 'add_cost'), 'negation': ('neg_removed', 'neg_cost')}   # kind: (its gain, its cost) in a rule row
+
+def choose_fit(rows, max_cost: float = 2.0, kind: str | None = None):
     """The `config` of the row (one per candidate `AdapterConfig`, scored on held-out images: `add_gain` and `add_cost`
-    of its addition cells, `neg_cost` of its negation cells, in points) with the largest `add_gain` among those costing
-    at most `max_cost` on both; none such, the one that overshoots least (04_composition's rule, `heldout_solve`)."""
-    return heldout_solve(rows, max_cost, costs=('add_cost', 'neg_cost'), gain='add_gain', choice='config')
+    of its addition cells, `neg_removed` and `neg_cost` of its negation cells, in points) with the largest `add_gain`
+    among those costing at most `max_cost` on both; none such, the one that overshoots least (04_composition's rule,
+    `heldout_solve`). With `kind`, the choice for that kind of edit alone: `'addition'`, the largest `add_gain` costing
+    at most `max_cost` in additions; `'negation'`, the largest `neg_removed` costing at most `max_cost` in negations."""
+    if kind is None: return heldout_solve(rows, max_cost, costs=('add_cost', 'neg_cost'), gain='add_gain', choice='config')
+    if kind not in EDIT_KINDS: raise ValueError(f"kind must be None (one choice for both) or one of {tuple(EDIT_KINDS)}, got {kind!r}")
+    gain, cost = EDIT_KINDS[kind]
+    return heldout_solve(rows, max_cost, costs=(cost,), gain=gain, choice='config')
 
 def edit_move(coeffs, acc: dict, base: dict, others) -> tuple:
     "(mean change of the tasks in `coeffs`, mean loss of the tasks of `others` it does not edit), in points, from `{task: accuracy}` after and before."
@@ -435,17 +442,20 @@ def heldout_fit(bases: dict, cells, terms_of, candidates, config: AdapterConfig,
     return choose_fit(rows, max_cost), rows
 
 # %% ../nbs/05_adapter.ipynb #ae4a2a8f
-def resolve_fit(adapter_fit: str = 'default', report_dir=None) -> dict:
-    """`AdapterConfig` fields of the fit: `{}` for `'default'`, or `fit`, `anchor`, `targets` and `calibrate` as 05's held-out
-    rule chose them for `'adapter'` (a record without `adapter.rule_every_projection` or `adapter.rule_calibrate` predates
-    that choice: q and v, one fit)."""
+def resolve_fit(adapter_fit: str = 'default', report_dir=None, kind: str = 'addition') -> dict:
+    """`AdapterConfig` fields of the fit of one `kind` of edit: `{}` for `'default'`, or `fit`, `anchor`, `targets` and
+    `calibrate` as 05's held-out rule chose them for `'adapter'` (`adapter.rule_*` for additions, `adapter.rule_neg_*` for
+    negations; a record without the negation's keys holds one choice for both, and one without
+    `adapter.rule_every_projection` or `adapter.rule_calibrate` predates that choice: q and v, one fit)."""
     if adapter_fit == 'default': return {}
     if adapter_fit != 'adapter':
         raise ValueError(f"adapter_fit must be 'default' or 'adapter' (the fit 05_adapter chose), got {adapter_fit!r}")
+    if kind not in EDIT_KINDS: raise ValueError(f"kind must be one of {tuple(EDIT_KINDS)}, got {kind!r}")
     m = read_metrics(report_dir)
     missing = [k for k in ('adapter.rule_class_relative', 'adapter.rule_anchor') if k not in m]
     if missing:
         raise ValueError(f"adapter_fit='adapter' needs {missing[0]} in {report_dir}/metrics.json: run 05_adapter with the "
                          "same report_dir first, or pass adapter_fit='default'")
-    return dict(fit='class_relative' if m['adapter.rule_class_relative'] else 'full', anchor=m['adapter.rule_anchor'],
-                targets='every' if m.get('adapter.rule_every_projection') else 'qv', calibrate=bool(m.get('adapter.rule_calibrate', 0.0)))
+    pre = 'adapter.rule_neg_' if kind == 'negation' and 'adapter.rule_neg_anchor' in m else 'adapter.rule_'
+    return dict(fit='class_relative' if m[pre + 'class_relative'] else 'full', anchor=m[pre + 'anchor'],
+                targets='every' if m.get(pre + 'every_projection') else 'qv', calibrate=bool(m.get(pre + 'calibrate', 0.0)))
