@@ -176,10 +176,11 @@ def _prepare(target, terms, cache, device, dtype) -> dict:
     for G in grids.values(): G['Q'] = Q
     return grids
 
-def _gap(D, W, fit: str) -> torch.Tensor:
-    "The part of `D − W` the objective compares: all of it, or each row less its mean over the classes."
-    E = D - W
+def _compared(E, fit: str) -> torch.Tensor:
+    "The part of an affinity change `E` the objective compares: all of it, or each row less its mean over the classes."
     return E - E.mean(1, keepdim=True) if fit == 'class_relative' else E
+
+def _gap(D, W, fit: str) -> torch.Tensor: return _compared(D - W, fit)
 
 def _grid_loss(G, z, pick, fit: str, anchor: float):
     "One grid's part of the objective from its probes' embeddings `z` (the rows `pick` selects)."
@@ -201,20 +202,27 @@ def _objective(visual, grids: dict, gen=None, batch=None, fit: str = 'full', anc
     return loss
 
 @torch.no_grad()
-def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full', anchor: float = 0.0) -> float:
-    return sum(_grid_loss(G, _tower_embed(visual, G['X'], bs), lambda t: t, fit, anchor).item() for G in grids.values())
+def _grid_embeddings(visual, grids: dict, bs: int = 256) -> dict:
+    "Every probe's embedding by the tower `visual`, per grid of `_prepare` (one pass, shared by the figures below)."
+    return {h: _tower_embed(visual, G['X'], bs) for h, G in grids.items()}
+
+@torch.no_grad()
+def _full_objective(visual, grids: dict, bs: int = 256, fit: str = 'full', anchor: float = 0.0, Z: dict | None = None) -> float:
+    Z = _grid_embeddings(visual, grids, bs) if Z is None else Z
+    return sum(_grid_loss(G, Z[h], lambda t: t, fit, anchor).item() for h, G in grids.items())
 
 # %% ../nbs/05_adapter.ipynb #748c8518
 @torch.no_grad()
-def delivered_share(visual, grids: dict, fit: str = 'full') -> float:
+def delivered_share(visual, grids: dict, fit: str = 'full', Z: dict | None = None) -> float:
     """The share of the asked change `W = Σ c·U` that the tower `visual` delivers along it on the grids of `_prepare`:
     `Σ ⟨ΔA, W⟩ / Σ ‖W‖²` over every grid (each row less its mean over the classes first when `fit='class_relative'`).
-    1: the asked amount; a least-squares fit that reaches part of the change delivers less than 1. Label-free."""
+    1: the asked amount; a least-squares fit that reaches part of the change delivers less than 1. Label-free.
+    `Z`: the probes' embeddings by `visual` when already made (`_grid_embeddings`)."""
+    Z = _grid_embeddings(visual, grids) if Z is None else Z
     num = den = 0.0
-    for G in grids.values():
-        z = F.normalize(_tower_embed(visual, G['X']).to(G['T'].dtype), dim=-1)
-        W = sum(c * U for U, c in G['terms'])
-        D, W = _gap(z @ G['T'].T - G['A0'], 0.0, fit), _gap(W, 0.0, fit)
+    for h, G in grids.items():
+        z = F.normalize(Z[h].to(G['T'].dtype), dim=-1)
+        D, W = _compared(z @ G['T'].T - G['A0'], fit), _compared(sum(c * U for U, c in G['terms']), fit)
         num += (D * W).sum().item(); den += W.pow(2).sum().item()
     if den == 0: raise ValueError("the terms ask for no change (all zero): there is nothing to calibrate against")
     return num / den
@@ -273,22 +281,24 @@ def fit_adapter(target, terms, steps: int | None = None, lr: float | None = None
     device, dtype = _model_place(target.model)
     grids = _prepare(target, terms, cache, device, dtype)
     enc, loss_start, losses, tensors, targets, t_fit = _optimise(target, grids, cfg, progress, f'adapter {target.name}')
-    calibration = None
+    calibration, steps_run = None, cfg.steps
     if cfg.calibrate:
         share = delivered_share(image_tower(enc.model), grids, cfg.fit)
-        k = min(1 / share, CALIBRATE_MAX) if share > 0 else CALIBRATE_MAX
+        k = min(max(1 / share, 1.0), CALIBRATE_MAX) if share > 0 else CALIBRATE_MAX
         if k > 1:                                  # the first fit fell short: ask for what it left out
             enc, _, losses, tensors, targets, t2 = _optimise(target, _scaled(grids, k), cfg, progress, f'adapter {target.name} x{k:.2f}')
-            t_fit += t2
-        calibration = dict(share_first=share, kappa=max(k, 1.0), share=delivered_share(image_tower(enc.model), grids, cfg.fit))
-    loss_final = _full_objective(image_tower(enc.model), grids, fit=cfg.fit, anchor=cfg.anchor)
+            t_fit, steps_run = t_fit + t2, steps_run + cfg.steps
+        calibration = dict(share_first=share, kappa=k)
+    Z = _grid_embeddings(image_tower(enc.model), grids)           # the kept edit's probes, once for every figure of its record
+    if calibration is not None: calibration['share'] = delivered_share(None, grids, cfg.fit, Z)
+    loss_final = _full_objective(None, grids, fit=cfg.fit, anchor=cfg.anchor, Z=Z)
     enc.name = name or f'{target.name}+adapter'
     seconds = time.time() - t0
     meta = dict(kind='adapter', config=asdict(cfg), target=str(target.name), target_weights_hash=target.weights_hash(),
                 edited_weights_hash=enc.weights_hash(), targets=targets,
                 terms=[dict(task=g.task, grid_hash=g.grid_hash, N=g.N, M=g.M, coeff=c) for g, U, c in terms],
                 loss_start=loss_start, loss_final=loss_final, losses=losses, seconds=seconds, calibration=calibration,
-                s_per_step=t_fit / (cfg.steps * (2 if calibration and calibration['kappa'] > 1 else 1)), peft_version=_peft_version())
+                s_per_step=t_fit / steps_run, peft_version=_peft_version())
     enc.meta = dict(enc.meta, adapter={k: v for k, v in meta.items() if k != 'losses'})
     record_edit(enc, target, dict(kind='adapter', config=asdict(cfg), terms=meta['terms']), prior)
     fit = AdapterFit(enc, losses, loss_final, loss_start, tensors, meta)
