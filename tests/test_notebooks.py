@@ -68,7 +68,8 @@ SMOKE = {
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
               'audio.certified_changed', 'audio.solve_max_move', 'audio.mean_gain_composed_n_cells',
               'audio.mean_gain_composed_ci_low', 'audio.mean_gain_composed_ci_high', 'audio.adapter_gain_n_cells',
-              'audio.adapter_negation_removed_l1', 'audio.adapter_n_cells', 'audio.adapter_rule_anchor']
+              'audio.adapter_negation_removed_l1', 'audio.adapter_n_cells', 'audio.adapter_rule_anchor',
+              'audio.heldout_control_move', 'audio.heldout_negation_control_cost_l1']
 SLOW_SMOKE = {
     '08_audio.ipynb': (dict(zoo='shipped', n_probes=8, n_eval=16, adapter_steps=2, n_context=4, n_corpus=16), AUDIO_KEYS),
     '08_audio.ipynb@micro': (dict(zoo='micro', n_probes=16, n_eval=32, adapter_steps=3), AUDIO_KEYS),
