@@ -19,8 +19,8 @@ from .zoo import build_zoo, IMAGE
 from .audio_zoo import AUDIO
 
 # %% auto #0
-__all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'BUILD_SETTINGS', 'build_name', 'robustness', 'run_builds', 'builds_markdown',
-           'plot_builds', 'compare_builds', 'build_one']
+__all__ = ['HEADLINE_STAGES', 'ROBUSTNESS', 'BUILD_SETTINGS', 'BUILD_HELDOUT', 'build_name', 'robustness', 'run_builds',
+           'builds_markdown', 'plot_builds', 'compare_builds', 'build_one']
 
 # %% ../nbs/95_builds.ipynb #5917009b
 HEADLINE_STAGES = {'image': '04_composition.ipynb', 'audio': '08_audio.ipynb'}   # the stage each kind of build runs
@@ -41,6 +41,9 @@ ROBUSTNESS = {  # robustness key: (kind of build, headline figure, the worst bui
 BUILD_SETTINGS = {  # what each build's own rules chose, and its zoo's fine-tunes: shown beside the headlines, not compared
     'image': ['composition.solve_max_move', 'composition.solve_center', 'composition.solve_prompt_context'],
     'audio': ['audio.solve_max_move', 'audio.solve_center', 'audio.solve_prompt_context', 'audio.zoo_mean_zero_shot', 'audio.zoo_mean_finetuned'],
+}
+BUILD_HELDOUT = {  # headline figures on the held-out clips the rules scored: shown beside the test's, not compared
+    'audio': ['audio.heldout_control_move', 'audio.heldout_negation_control_cost_l1'],
 }
 
 def build_name(kind: str, zoo) -> str:
@@ -97,10 +100,11 @@ def builds_markdown(runs: dict) -> str:
         cells = [f"{r['metrics'][src]:.3g}" if r['kind'] == kind and src in r['metrics'] else '' for r in runs.values()]
         spread = f"{rob[f'{key}_spread']:.3g}" if f'{key}_spread' in rob else ''
         lines.append(f'| `{src}` ({end} over builds) | ' + ' | '.join(cells) + f' | {rob[key]:.3g} | {spread} | `{key}` |')
-    for kind, keys in BUILD_SETTINGS.items():
-        for src in keys:
-            cells = [f"{r['metrics'][src]:.3g}" if r['kind'] == kind and src in r['metrics'] else '' for r in runs.values()]
-            if any(cells): lines.append(f'| `{src}` (chosen or built on each) | ' + ' | '.join(cells) + ' |  |  |  |')
+    for side, label in ((BUILD_SETTINGS, 'chosen or built on each'), (BUILD_HELDOUT, 'held-out clips of each')):
+        for kind, keys in side.items():
+            for src in keys:
+                cells = [f"{r['metrics'][src]:.3g}" if r['kind'] == kind and src in r['metrics'] else '' for r in runs.values()]
+                if any(cells): lines.append(f'| `{src}` ({label}) | ' + ' | '.join(cells) + ' |  |  |  |')
     return '\n'.join(lines)
 
 def plot_builds(runs: dict):
@@ -129,7 +133,7 @@ def compare_builds(image_zoos=(), audio_zoos=(), out=None, report_dir=None, repl
     runs = run_builds(image_zoos, audio_zoos, out, replace, stages, headline)
     rob = robustness(runs)
     report_dir.mkdir(parents=True, exist_ok=True)
-    keep = {src for _, src, _ in ROBUSTNESS.values()} | {k for ks in BUILD_SETTINGS.values() for k in ks}
+    keep = {src for _, src, _ in ROBUSTNESS.values()} | {k for side in (BUILD_SETTINGS, BUILD_HELDOUT) for ks in side.values() for k in ks}
     atomic_write_text(report_dir / 'builds.json', json.dumps(
         {n: dict(kind=r['kind'], zoo=r['zoo'], **{k: v for k, v in r['metrics'].items() if k in keep}) for n, r in runs.items()}, indent=1))
     atomic_write_text(report_dir / 'builds.md', builds_markdown(runs))
