@@ -2,7 +2,8 @@
 
 Prints the fine-tunes' mean held-out accuracy beside their bases' and what they cost the controls, then the rows of
 04_composition's held-out rule at the paper's size (1,000 probes per grid, the context rows, held-out images no grid
-holds) for each solve candidate, and the rule's choice. No test image is scored, so its figures may choose a recipe.
+holds) for each solve candidate, the rule's choice, and the choice for additions alone and for negations alone
+(each kind's gain within its own costs). No test image is scored, so its figures may choose a recipe.
 Example: .venv/bin/python tools/heldout_rule_table.py /path/to/zoo --budgets 0.5 1 1.5 --context-budgets 5 10 20
 """
 import itertools, json, time
@@ -13,7 +14,7 @@ from platonic_ta.cache import EmbeddingCache
 from platonic_ta.grids import zoo_grids
 from platonic_ta.descriptors import zoo_descriptors
 from platonic_ta.zoo_banks import heldout_split
-from platonic_ta.analysis import heldout_rule, solve_candidates
+from platonic_ta.analysis import heldout_rule, heldout_solve, solve_candidates
 from platonic_ta.report import CONTEXT
 
 
@@ -46,6 +47,9 @@ def main():
                                 0.5, 1.0, a.max_cost, controls=ctl, cache=cache)
     for r in rows: print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != 'solve'}))
     print('the rule chooses', chosen, f'({time.time() - t0:.0f} s)')
+    # the choice for each kind of edit alone: additions within the single and pair costs, negations within theirs
+    print('for additions alone:', heldout_solve(rows, a.max_cost, costs=('single_cost', 'pair_cost'), gain='pair_gain'))
+    print('for negations alone:', heldout_solve(rows, a.max_cost, costs=('negation_cost',), gain='negation_removed'))
 
 
 if __name__ == '__main__':
