@@ -2,8 +2,8 @@
 
 Fine-tunes every family of the audio zoo ZOO again with the audio recipe updated by --recipe (in memory; none given,
 the zoo's own fine-tunes), then prints each fine-tune's held-out gain and what it costs the controls, the rows of
-08_audio's held-out solve rule at the demo's size (200 probes per grid, 100 context clips of each other edit task,
-3,000 corpus clips, every training clip no grid holds), the rule's choice, and at that choice the audio headline's
+08_audio's held-out solve rule at the demo's size (the probe, context and corpus counts of `report.STAGES`, every
+training clip no grid holds), the rule's choice, and at that choice the audio headline's
 figures per cross-model cell on the held-out clips: the composed gain, the control move, and the negation at λ = 1.
 No test clip is scored, so its figures may choose a recipe. Run it on every build: a recipe holds only if it holds on each.
 Example: .venv/bin/python tools/audio_rule_table.py zoos/audio-b1 --recipe '{"distill": 12.0}'
@@ -32,14 +32,16 @@ if __name__ == '__main__':
     from platonic_ta.zoo_banks import zoo_bank, heldout_split
     from platonic_ta.encoders import zero_shot_accuracy
     from platonic_ta.stats import points, mean_or_nan
+    from platonic_ta.report import STAGES
     t0 = time.time()
     composed, alpha = ('events', 'genres'), 0.5
     Z = get_audio_zoo(a.zoo, progress=False)
     edit = [t for t in audio_world.list_tasks(controls=False) if t in Z.tasks]
     controls = [t for t in audio_world.list_tasks() if t not in composed]
     cache = EmbeddingCache(progress=False)
-    corpus = audio_world.caption_corpus(3000, seed=CORPUS_SEED)[0]
-    grids = zoo_grids([audio_world.load_task(t, 'train') for t in edit], 200, 0, 100, corpus=corpus)
+    demo = STAGES['08_audio.ipynb']
+    corpus = audio_world.caption_corpus(demo['n_corpus'], seed=CORPUS_SEED)[0]
+    grids = zoo_grids([audio_world.load_task(t, 'train') for t in edit], demo['n_probes'], 0, demo['n_context'], corpus=corpus)
     vals = {t: heldout_split(t, list(grids.values()), None, source=audio_world) for t in audio_world.list_tasks()}
     bases = {f: Z.base(f) for f in Z.families}
     d3 = {} if a.recipe else zoo_descriptors(Z, grids, cache, progress=False)
@@ -55,17 +57,16 @@ if __name__ == '__main__':
     for cfg in solve_candidates((0.5, 0.75, 1.0, 1.25, 1.5), (False, True), (2.5, 5.0, 10.0, 20.0, 40.0)):
         scs = {f: Scorer(zoo_bank(b, f, grids, d3, Z.families, cache=cache, consensus=False, nulls=False, solve=cfg), vals, cache=cache)
                for f, b in bases.items()}
-        rows.append(dict(solve=cfg, **cross_edit_figures(scs, [composed], alpha, 1.0, 1.0, controls=controls)))
-        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rows[-1].items() if k != 'solve'}
+        rows.append(dict(solve=cfg, scorers=scs, **cross_edit_figures(scs, [composed], alpha, 1.0, 1.0, controls=controls)))
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rows[-1].items() if k not in ('solve', 'scorers')}
                          | dict(max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context)), flush=True)
     chosen = heldout_solve(rows, a.max_cost)
     print('the rule chooses', chosen, flush=True)
     cells = []
-    for f, b in bases.items():
-        sc = Scorer(zoo_bank(b, f, grids, d3, Z.families, cache=cache, consensus=False, nulls=False, solve=chosen), vals, cache=cache)
+    for f, sc in heldout_solve(rows, a.max_cost, choice='scorers').items():   # the chosen candidate's scorers
         for src in [g for g in Z.families if g != f]:
             r = addition_sweep(sc, [composed], [src], alphas=(alpha,), controls=controls)[0]
-            n = [x for x in negation_sweep(sc, composed[0], src, lambdas=(1.0,), controls=controls) if x['lam'] == 1.0][0]
+            n = negation_sweep(sc, composed[0], src, lambdas=(1.0,), controls=controls)[0]
             cells.append(dict(gain=points((r['gain_a'] + r['gain_b']) / 2), move=points(r['control_gain']),
                               removed=points(n['drop_removed']), cost=points(n['drop_control'])))
             c = cells[-1]
