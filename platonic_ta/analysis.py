@@ -21,11 +21,11 @@ from .stats import mean_or_nan, sd_or_nan, points, retention
 from .zoo_banks import source_key, null_key, zoo_banks
 
 # %% auto #0
-__all__ = ['SOLVE_KEYS', 'addition_sweep', 'retention_rows', 'negation_sweep', 'multitask_scaling', 'pair_gain', 'own_edit_gain',
-           'solve_metrics', 'resolve_solve', 'heldout_solve', 'cross_edit_figures', 'solve_candidates', 'heldout_rule',
-           'cell_rows', 'median_retention', 'null_retention', 'zoo_cells', 'own_null_gain', 'own_vs_null',
-           'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy', 'cached_probe_accuracy',
-           'probe_count_rows']
+__all__ = ['SOLVE_KEYS', 'KIND_RULES', 'addition_sweep', 'retention_rows', 'negation_sweep', 'multitask_scaling', 'pair_gain',
+           'own_edit_gain', 'solve_metrics', 'resolve_solve', 'heldout_solve', 'kind_solves', 'cross_edit_figures',
+           'solve_candidates', 'heldout_rule', 'cell_rows', 'median_retention', 'null_retention', 'zoo_cells',
+           'own_null_gain', 'own_vs_null', 'negation_summary', 'target_summary', 'agreement_rows', 'cached_accuracy',
+           'cached_probe_accuracy', 'probe_count_rows']
 
 # %% ../nbs/04e_analysis.ipynb #aca125ca
 def _controls(scorer: Scorer, used, controls) -> list:
@@ -109,22 +109,23 @@ def own_edit_gain(rows: Sequence[Mapping]) -> dict:
 
 SOLVE_KEYS = ('max_move', 'floor_f', 'floor_t', 'center', 'prompt_context')   # the fields of a stage's SolveConfig its metrics record
 
-def solve_metrics(solve: SolveConfig, stage: str = 'composition') -> dict:
-    "`{stage.solve_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound)."
-    return {f'{stage}.solve_{k}': float(0.0 if getattr(solve, k) is None else getattr(solve, k)) for k in SOLVE_KEYS}
+def solve_metrics(solve: SolveConfig, stage: str = 'composition', name: str = 'solve') -> dict:
+    "`{stage.<name>_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound)."
+    return {f'{stage}.{name}_{k}': float(0.0 if getattr(solve, k) is None else getattr(solve, k)) for k in SOLVE_KEYS}
 
-def resolve_solve(solve, report_dir=None) -> SolveConfig:
+def resolve_solve(solve, report_dir=None, name: str = 'solve') -> SolveConfig:
     """A stage's `SolveConfig`: `solve` itself, `'default'` (the library's), or `'composition'` (the configuration
-    `04_composition` chose on its held-out split and recorded in `report_dir`)."""
+    `04_composition` chose on its held-out split and recorded in `report_dir`: its additions', or with
+    `name='negation_solve'` its negations')."""
     if isinstance(solve, SolveConfig): return solve
     if solve == 'default': return SolveConfig()
     if solve == 'composition':
         m = read_metrics(report_dir)
-        missing = [k for k in SOLVE_KEYS if f'composition.solve_{k}' not in m]
+        missing = [k for k in SOLVE_KEYS if f'composition.{name}_{k}' not in m]
         if missing:
-            raise ValueError(f"solve='composition' needs composition.solve_{missing[0]} in {report_dir}/metrics.json: run "
+            raise ValueError(f"solve='composition' needs composition.{name}_{missing[0]} in {report_dir}/metrics.json: run "
                              "04_composition with the same report_dir first, or pass solve='default'")
-        v = {k: m[f'composition.solve_{k}'] for k in SOLVE_KEYS}
+        v = {k: m[f'composition.{name}_{k}'] for k in SOLVE_KEYS}
         return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']),
                            prompt_context=bool(v['prompt_context']))
     raise ValueError(f"solve must be a SolveConfig, 'default' or 'composition', got {solve!r}")
@@ -144,6 +145,14 @@ def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0, costs=('single
     over = lambda r: sum(max(0.0, r[k] - max_cost) for k in costs)
     ok = [r for r in rows if over(r) == 0]
     return (max(ok, key=lambda r: r[gain]) if ok else min(rows, key=over))[choice]
+
+KIND_RULES = {'addition': (('single_cost', 'pair_cost', 'negation_cost'), 'pair_gain'),   # (the costs bounded, the
+              'negation': (('negation_cost',), 'negation_removed')}      # gain maximised) of each kind of edit, held-out columns
+
+def kind_solves(rows: Sequence[Mapping], max_cost: float = 2.0, choice: str = 'solve') -> dict:
+    """`{'addition': ..., 'negation': ...}`: `heldout_solve` for each kind of edit (`KIND_RULES`): additions the largest
+    pair gain within all three costs, negations the most points removed within the controls' cost alone."""
+    return {k: heldout_solve(rows, max_cost, costs, gain, choice) for k, (costs, gain) in KIND_RULES.items()}
 
 # %% ../nbs/04e_analysis.ipynb #5342055e
 def cross_edit_figures(scorers: Mapping, pairs: Sequence, alpha: float = 0.5, strength: float = 1.0, lam: float = 0.5,
@@ -178,14 +187,15 @@ def solve_candidates(move_budgets: Sequence[float], center_options: Sequence[boo
 def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], vals: Mapping, pairs: Sequence,
                  candidates: Sequence, alpha: float = 0.5, strength: float = 1.0, max_cost: float = 2.0, controls=None,
                  cache: EmbeddingCache | None = None) -> tuple:
-    """`(chosen SolveConfig, rows)`: every candidate's banks (`zoo_banks`) scored across models on the held-out sets
-    `vals` (`cross_edit_figures`, one row per candidate), and the one `heldout_solve` chooses within `max_cost`."""
+    """`({'addition': SolveConfig, 'negation': SolveConfig}, rows)`: every candidate's banks (`zoo_banks`) scored across
+    models on the held-out sets `vals` (`cross_edit_figures`, one row per candidate), and the ones `kind_solves` chooses
+    within `max_cost`."""
     rows = []
     for cfg in candidates:
         bk = zoo_banks(bases, grids, descriptors, families, cfg, nulls=False, cache=cache)
         figs = cross_edit_figures({f: Scorer(bk[f], vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
         rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context, **figs))
-    return heldout_solve(rows, max_cost), rows
+    return kind_solves(rows, max_cost), rows
 
 # %% ../nbs/04e_analysis.ipynb #1b068582
 def cell_rows(rows: Sequence[Mapping], own_source: str, sources: Sequence[str], seed_sources: Mapping | None = None,

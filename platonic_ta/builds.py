@@ -39,7 +39,8 @@ ROBUSTNESS = {  # robustness key: (kind of build, headline figure, the worst bui
 }
 
 BUILD_SETTINGS = {  # what each build's own rules chose, and its zoo's fine-tunes: shown beside the headlines, not compared
-    'image': ['composition.solve_max_move', 'composition.solve_center', 'composition.solve_prompt_context'],
+    'image': ['composition.solve_max_move', 'composition.solve_center', 'composition.solve_prompt_context',
+              'composition.negation_solve_max_move', 'composition.negation_solve_center', 'composition.negation_solve_prompt_context'],
     'audio': ['audio.solve_max_move', 'audio.solve_center', 'audio.solve_prompt_context', 'audio.zoo_mean_zero_shot', 'audio.zoo_mean_finetuned'],
 }
 BUILD_HELDOUT = {  # headline figures on the held-out clips the rules scored: shown beside the test's, not compared

@@ -62,6 +62,7 @@ class OperatorBank:
         self._factors: dict = {}               # grid_hash -> GridFactors (memory only)
         self._grid_objs: dict = {}             # grid_hash -> Grid (memory only)
         self.selections: dict = {}             # grid_hash -> RidgeSelection (when ridges were chosen here)
+        self.negations = None                  # the bank whose operators negative coefficients take (`with_negations`)
 
     @property
     def center(self) -> bool:
@@ -94,7 +95,8 @@ class OperatorBank:
     def __repr__(self):
         return (f"OperatorBank(target={self.target_id['name']!r}, route={self.route!r}, Θ {self.shape[0]}×{self.shape[1]}, "
                 f"{len(self)} operators: sources {self.sources}, tasks {self.tasks}, {len(self.grids)} grids"
-                f"{', class-centred' if self.center else ''})")
+                f"{', class-centred' if self.center else ''}"
+                f"{'' if self.negations is None else f'; negations solved by {self.negations.solve}'})")
 
     def _norm(self, key) -> tuple:
         if not (isinstance(key, tuple) and len(key) in (2, 3) and all(isinstance(x, str) for x in key)):
@@ -114,6 +116,11 @@ class OperatorBank:
                             f"the coefficient key: the descriptor of that key was made on another grid")
         return k2
 
+    def operator(self, key, coeff: float = 1.0) -> torch.Tensor:
+        "The operator a coefficient `coeff` of `key` scales: the negation bank's when `coeff < 0` and the bank has one."
+        k = self._norm(key)
+        return self.negations._ops[k] if coeff < 0 and self.negations is not None else self._ops[k]
+
     def terms(self, coeffs: Mapping) -> list:
         "`[(key, coeff)]` after checking every key and coefficient (see `combine`)."
         if not isinstance(coeffs, Mapping):
@@ -131,6 +138,7 @@ def _get_target(self: OperatorBank):
 def _set_target(self: OperatorBank, enc):
     if enc is not None: self._check_base(enc, edited_ok=False)
     self._target = enc
+    if getattr(self, 'negations', None) is not None: self.negations.target = enc   # one target for both sets
 
 OperatorBank.target = property(_get_target, _set_target, doc="The unedited target encoder in memory (None after `load` "
                                "without `target=`); assigning it checks its hash.")
@@ -186,7 +194,7 @@ def combine(self: OperatorBank, coeffs: Mapping, target=None) -> torch.Tensor:
     if target is not None: self.check_target(target)
     theta = torch.zeros(self.shape, dtype=self.dtype)
     for k, c in self.terms(coeffs):
-        if c != 0: theta.add_(self._ops[k], alpha=c)
+        if c != 0: theta.add_(self.operator(k, c), alpha=c)
     return theta
 
 @patch
@@ -201,6 +209,24 @@ def apply(self: OperatorBank, coeffs: Mapping, target=None, stack: bool = False)
     if hasattr(edited, 'name'):
         edited.name = f"{target.name}+edit[" + ', '.join(f'{c:+.3g}·{s}/{t}' for (s, t), c in terms) + ']'
     return edited
+
+@patch
+def with_negations(self: OperatorBank, negations: OperatorBank | None) -> OperatorBank:
+    "This bank, its negative coefficients taking `negations`' operators (same target, route and keys; None: its own)."
+    if negations is not None:
+        if not isinstance(negations, OperatorBank) or negations.negations is not None:
+            raise TypeError(f"negations must be an OperatorBank without negations of its own, got {type(negations).__name__}: "
+                            "build it like this bank with another solve, OperatorBank.build(target, grids, descriptors, solve)")
+        if (negations.target_id, negations.route, negations.shape) != (self.target_id, self.route, self.shape):
+            raise TargetMismatchError(f"the negation bank is for {negations.target_id['name']!r} ({negations.route} route, "
+                                      f"Θ {negations.shape}), this bank for {self.target_id['name']!r} ({self.route}, "
+                                      f"Θ {self.shape}): build both for the same target")
+        if set(negations.keys()) != set(self.keys()):
+            diff = set(negations.keys()) ^ set(self.keys())
+            raise BankError(f"the negation bank holds other keys than this bank (differing: {few(diff, 8)}): build it "
+                            "from the same descriptors")
+    self.negations, self._checksum = negations, None
+    return self
 
 # %% ../nbs/04_composition.ipynb #3e373fa3
 @patch
@@ -247,7 +273,7 @@ def _place(self: OperatorBank, descriptors: Mapping, table: dict) -> dict:
     return placed
 
 # %% ../nbs/04_composition.ipynb #260c82bd
-_FORMAT = 'platonic_ta.operator_bank'
+_FORMAT, _VERSION = 'platonic_ta.operator_bank', 3   # version 3: an optional negation bank inside
 
 @patch
 def manifest(self: OperatorBank) -> dict:
@@ -258,10 +284,15 @@ def manifest(self: OperatorBank) -> dict:
 def _manifest(self: OperatorBank) -> tuple[dict, dict]:
     keys = self.keys()
     tensors = {f'op{i}': self._ops[k].detach().cpu().contiguous() for i, k in enumerate(keys)}
-    return dict(format=_FORMAT, format_version=2, library_version=__version__, target=self.target_id,
-                route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
-                center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)],
-                checksum=tensor_checksum(tensors)), tensors
+    man = dict(format=_FORMAT, format_version=_VERSION, library_version=__version__, target=self.target_id,
+               route=self.route, shape=list(self.shape), dtype=str(self.dtype).replace('torch.', ''),
+               center=self.center, solve=self.solve.record(), grids=self.grids, keys=[[s, t, self._key_grid[(s, t)], f'op{i}'] for i, (s, t) in enumerate(keys)])
+    if self.negations is not None:   # the negation bank's manifest inside this one, its operators named neg_op<i>
+        nman, nt = self.negations._manifest()
+        man['negations'] = {k: v for k, v in nman.items() if k not in ('format', 'library_version', 'checksum')}
+        man['negations']['keys'] = [[s, t, h, f'neg_{n}'] for s, t, h, n in nman['keys']]
+        tensors.update({f'neg_{n}': v for n, v in nt.items()})
+    return dict(man, checksum=tensor_checksum(tensors)), tensors
 
 @patch
 def save(self: OperatorBank, path, overwrite: bool = False) -> Path:
@@ -269,6 +300,19 @@ def save(self: OperatorBank, path, overwrite: bool = False) -> Path:
     man, tensors = self._manifest()
     if not tensors: raise BankError("the bank is empty: add operators before saving it")
     return save_pair(path, tensors, man, _FORMAT, overwrite)
+
+@patch(cls_method=True)
+def _from_manifest(cls: OperatorBank, man: Mapping, tensors: Mapping) -> 'OperatorBank':
+    solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
+             SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone
+    bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']), solve=solve)
+    bank.grids = {h: dict(v) for h, v in man['grids'].items()}
+    for s, t, h, name in man['keys']:
+        if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
+        th = tensors[name]
+        if tuple(th.shape) != bank.shape: raise ValueError(f"operator {(s, t)} has shape {tuple(th.shape)}")
+        bank._ops[(s, t)], bank._key_grid[(s, t)] = th, h
+    return bank
 
 @patch(cls_method=True)
 @digest_scope()
@@ -279,16 +323,12 @@ def load(cls: OperatorBank, path, target=None) -> 'OperatorBank':
     fix = f"delete {st.name} and {js.name} and rebuild the bank (OperatorBank.build(...).save(path))"
     tensors, man = load_pair(path, _FORMAT, 'operator bank', 'build one with OperatorBank.build(target, grids, '
                              'descriptors) and .save(path)', BankError)
+    if man.get('format_version', 2) > _VERSION:
+        raise BankError(f"{js} was written by a newer platonic_ta (bank format {man['format_version']}, this library reads "
+                        f"up to {_VERSION}): upgrade platonic_ta to load it")
     try:
-        solve = (SolveConfig.from_record(man['solve']) if 'solve' in man else          # banks saved before the record
-                 SolveConfig(max_move=None, center=bool(man.get('center', False))))   # chose by reconstruction alone
-        bank = cls(man['target'], man['route'], tuple(man['shape']), getattr(torch, man['dtype']), solve=solve)
-        bank.grids = {h: dict(v) for h, v in man['grids'].items()}
-        for s, t, h, name in man['keys']:
-            if h not in bank.grids: raise ValueError(f"key {(s, t)} names grid {h}, absent from the manifest")
-            th = tensors[name]
-            if tuple(th.shape) != bank.shape: raise ValueError(f"operator {(s, t)} has shape {tuple(th.shape)}")
-            bank._ops[(s, t)], bank._key_grid[(s, t)] = th, h
+        bank = cls._from_manifest(man, tensors)
+        if 'negations' in man: bank.with_negations(cls._from_manifest(man['negations'], tensors))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise BankError(f"{js} is incomplete or inconsistent ({type(e).__name__}: {e}); {fix}") from e
     bank._checksum = man['checksum']
@@ -384,5 +424,6 @@ def add(self: OperatorBank, descriptors: Mapping, grids=None, ridges='auto', cac
         thetas = gf.solve(U, rf, rt)
         for k, th in zip(keys, thetas):
             self._ops[k], self._key_grid[k] = th.contiguous(), h
+    if self.negations is not None: self.negations.add(descriptors, grids=grids, cache=cache)   # by its own solve
     self._checksum = None
     return self

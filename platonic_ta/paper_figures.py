@@ -222,10 +222,15 @@ def paper_table(metrics: dict, rows=None) -> list:
 _RULE_04 = ('04, on held-out training images of every task (uses their labels): among the budgets and plain/centred solves, '
             'those whose single and pair edits cost the tasks they do not edit ≤ 2 points and whose negations cost the controls '
             '≤ 2; the most pair gain wins')
+_RULE_04_NEG = ('04, on the same held-out images and candidates: those whose negations at λ = 0.5 cost the controls ≤ 2 points; '
+                'the most points removed wins (the operators negative coefficients take)')
 PROTOCOL = [  # (metric, the setting, the rule that chose it)
     ('composition.solve_max_move', 'context movement budget of every bank', _RULE_04),
     ('composition.solve_center', 'class-centred solve (1) or plain (0)', _RULE_04),
     ('composition.solve_prompt_context', "the solve keeps the other tasks' class prompts still (1) or not (0)", _RULE_04),
+    ('composition.negation_solve_max_move', 'context movement budget of the negations', _RULE_04_NEG),
+    ('composition.negation_solve_center', 'negations: class-centred solve (1) or plain (0)', _RULE_04_NEG),
+    ('composition.negation_solve_prompt_context', "negations: the solve keeps the other tasks' class prompts still (1) or not (0)", _RULE_04_NEG),
     ('composition.ridge_floor_t_rule_heldout', 'text-side ridge from the held-out rule (1)',
      "each grid's ridge pair, without labels: the best held-out reconstruction of the descriptor among the pairs that "
      "move the held-out context rows within the budget; no floor (`solve_floor_t` 0)"),

@@ -100,9 +100,11 @@ class Scorer:
         if self.route == 'head': return s['a'] @ theta[:, :-1].T + theta[:, -1]
         return s['z'] @ theta.T
 
-    def term_delta(self, key, task: str) -> torch.Tensor:
-        "`delta(bank[key], task)` for one operator of the bank, kept for reuse (the latest `memo_mb` megabytes of them)."
-        op, mk = self.bank[key], (tuple(key), task)
+    def term_delta(self, key, task: str, coeff: float = 1.0) -> torch.Tensor:
+        """`delta(bank.operator(key, coeff), task)` for one operator of the bank (the negation bank's for `coeff < 0`, when
+        the bank has one), kept for reuse (the latest `memo_mb` megabytes of them)."""
+        op = self.bank.operator(key, coeff)
+        mk = (tuple(key), task, coeff < 0 and self.bank.negations is not None)
         hit = self._memo.get(mk)
         if hit is not None and hit[0] is op and hit[1] == op._version:   # the very operator, never changed in place
             self._memo.move_to_end(mk)
@@ -183,7 +185,7 @@ def certify_edit(scorer: Scorer, coeffs: Mapping, task: str, rtol: float = 1e-9)
     def moved(ts):   # Σ c_k Θ_k applied to the set, as the sum of each term's delta (kept by the scorer for reuse)
         out = torch.zeros_like(s['z'])
         for k, c in ts.items():
-            if c != 0: out.add_(scorer.term_delta(k, task), alpha=c)
+            if c != 0: out.add_(scorer.term_delta(k, task, c), alpha=c)
         return out
     z_ref, Ez = s['z'] + moved(own), moved(other)
     mask = certificate(z_ref, Ez, s['T'], rtol)

@@ -66,8 +66,15 @@ def heldout_split(task: str, exclude=None, n: int | None = None, source=world):
 # %% ../nbs/04d_zoo_banks.ipynb #3f553ec9
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
              consensus: bool = True, nulls: bool = True, ridges='auto', solve: SolveConfig | None = None,
-             cache: EmbeddingCache | None = None, null_seed: int = 0) -> OperatorBank:
-    "Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text)."
+             cache: EmbeddingCache | None = None, null_seed: int = 0, negation_solve: SolveConfig | None = None) -> OperatorBank:
+    """Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text);
+    with `negation_solve` (another configuration than `solve`), negative coefficients take the same keys solved by it."""
+    if negation_solve is not None and negation_solve != (solve or SolveConfig()):
+        if not isinstance(ridges, str):
+            raise ValueError("ridges given are one solve's: drop negation_solve, or let both solves choose (ridges='auto')")
+        neg = zoo_bank(target, family, grids, descriptors, families, seeds, consensus, nulls, ridges, negation_solve, cache, null_seed)
+        return zoo_bank(target, family, grids, descriptors, families, seeds, consensus, nulls, ridges, solve, cache,
+                        null_seed).with_negations(neg)
     families, seeds = list(families), [check_seed(s) for s in seeds]
     null_seed = check_seed(null_seed, 'null_seed')
     if family not in families: raise ValueError(f"target family {family!r} is not among the families {families}")
@@ -89,7 +96,7 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
     return bank
 
 def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], solve: SolveConfig | None = None,
-              seeds=(0,), nulls: bool = True, cache: EmbeddingCache | None = None) -> dict:
-    "One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve`."
-    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, solve=solve, cache=cache)
-            for f in families}
+              seeds=(0,), nulls: bool = True, cache: EmbeddingCache | None = None, negation_solve: SolveConfig | None = None) -> dict:
+    "One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve` (`negation_solve`)."
+    return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, solve=solve, cache=cache,
+                        negation_solve=negation_solve) for f in families}

@@ -23,7 +23,7 @@ SMOKE = {
                                                      'factorization.mean_cross_gain']),
     '04_composition.ipynb': (dict(n_eval_zoo=100, n_oracle_eval=60, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], move_budgets=[0.5, 1.0],
                                   center_options=[True]),
-                             ['composition.slider_update_ms_tiny', 'composition.solve_max_move', 'composition.solve_rule_heldout', 'composition.slider_update_ms', 'composition.certified_share',
+                             ['composition.slider_update_ms_tiny', 'composition.solve_max_move', 'composition.negation_solve_max_move', 'composition.solve_rule_heldout', 'composition.slider_update_ms', 'composition.certified_share',
                                   'composition.certified_changed', 'composition.certified_records',
                                   'composition.cells_both_gain_share', 'composition.null_beaten_share',
                                   'composition.cells_both_gain_share_own', 'composition.cross_pair_gain_a05',
@@ -66,7 +66,7 @@ SMOKE = {
 # heavier runs, under `make test-slow`: the audio stage on the shipped audio zoo and on a micro audio zoo built from
 # scratch (each a few minutes of CPU: three families' fine-tunes loaded and scored), the audio notebooks' slow cells
 AUDIO_KEYS = ['audio.mean_gain_composed', 'audio.control_move', 'audio.negation_removed_l1', 'audio.negation_control_cost_l1',
-              'audio.certified_changed', 'audio.solve_max_move', 'audio.mean_gain_composed_n_cells',
+              'audio.certified_changed', 'audio.solve_max_move', 'audio.negation_solve_max_move', 'audio.mean_gain_composed_n_cells',
               'audio.mean_gain_composed_ci_low', 'audio.mean_gain_composed_ci_high', 'audio.adapter_gain_n_cells',
               'audio.adapter_negation_removed_l1', 'audio.adapter_n_cells', 'audio.adapter_rule_anchor',
               'audio.heldout_control_move', 'audio.heldout_negation_control_cost_l1']

@@ -3,7 +3,7 @@
 Fine-tunes every family of the audio zoo ZOO again with the audio recipe updated by --recipe (in memory; none given,
 the zoo's own fine-tunes), then prints each fine-tune's held-out gain and what it costs the controls, the rows of
 08_audio's held-out solve rule at the demo's size (the probe, context and corpus counts of `report.STAGES`, every
-training clip no grid holds), the rule's choice, and at that choice the audio headline's
+training clip no grid holds), the rule's choice for additions and for negations, and at those choices the audio headline's
 figures per cross-model cell on the held-out clips: the composed gain, the control move, and the negation at λ = 1.
 No test clip is scored, so its figures may choose a recipe. Run it on every build: a recipe holds only if it holds on each.
 Example: .venv/bin/python tools/audio_rule_table.py zoos/audio-b1 --recipe '{"distill": 12.0}'
@@ -28,7 +28,7 @@ if __name__ == '__main__':
     from platonic_ta.cache import EmbeddingCache
     from platonic_ta.scoring import Scorer
     from platonic_ta.descriptors import zoo_descriptors, Descriptor
-    from platonic_ta.analysis import addition_sweep, negation_sweep, cross_edit_figures, heldout_solve, solve_candidates
+    from platonic_ta.analysis import addition_sweep, negation_sweep, cross_edit_figures, kind_solves, solve_candidates
     from platonic_ta.zoo_banks import zoo_bank, heldout_split
     from platonic_ta.encoders import zero_shot_accuracy
     from platonic_ta.stats import points, mean_or_nan
@@ -60,13 +60,14 @@ if __name__ == '__main__':
         rows.append(dict(solve=cfg, scorers=scs, **cross_edit_figures(scs, [composed], alpha, 1.0, 1.0, controls=controls)))
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rows[-1].items() if k not in ('solve', 'scorers')}
                          | dict(max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context)), flush=True)
-    chosen = heldout_solve(rows, a.max_cost)
-    print('the rule chooses', chosen, flush=True)
+    chosen = kind_solves(rows, a.max_cost)
+    print('the rule chooses, for additions:', chosen['addition'], '\nfor negations:', chosen['negation'], flush=True)
+    add_sc, neg_sc = kind_solves(rows, a.max_cost, choice='scorers').values()   # each kind's chosen candidate's scorers
     cells = []
-    for f, sc in heldout_solve(rows, a.max_cost, choice='scorers').items():   # the chosen candidate's scorers
+    for f, sc in add_sc.items():
         for src in [g for g in Z.families if g != f]:
             r = addition_sweep(sc, [composed], [src], alphas=(alpha,), controls=controls)[0]
-            n = negation_sweep(sc, composed[0], src, lambdas=(1.0,), controls=controls)[0]
+            n = negation_sweep(neg_sc[f], composed[0], src, lambdas=(1.0,), controls=controls)[0]
             cells.append(dict(gain=points((r['gain_a'] + r['gain_b']) / 2), move=points(r['control_gain']),
                               removed=points(n['drop_removed']), cost=points(n['drop_control'])))
             c = cells[-1]

@@ -2,8 +2,8 @@
 
 Prints the fine-tunes' mean held-out accuracy beside their bases' and what they cost the controls, then the rows of
 04_composition's held-out rule at the paper's size (1,000 probes per grid, the context rows, held-out images no grid
-holds) for each solve candidate, the rule's choice, and the choice for additions alone and for negations alone
-(each kind's gain within its own costs). No test image is scored, so its figures may choose a recipe.
+holds) for each solve candidate, the rule's choice for additions and for negations, and the choice for additions
+bounded by their single and pair costs alone. No test image is scored, so its figures may choose a recipe.
 Example: .venv/bin/python tools/heldout_rule_table.py /path/to/zoo --budgets 0.5 1 1.5 --context-budgets 5 10 20
 """
 import itertools, json, time
@@ -46,10 +46,10 @@ def main():
     chosen, rows = heldout_rule(bases, grids, D, Z.families, vals, list(itertools.combinations(Z.tasks, 2)), cands,
                                 0.5, 1.0, a.max_cost, controls=ctl, cache=cache)
     for r in rows: print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != 'solve'}))
-    print('the rule chooses', chosen, f'({time.time() - t0:.0f} s)')
-    # the choice for each kind of edit alone: additions within the single and pair costs, negations within theirs
-    print('for additions alone:', heldout_solve(rows, a.max_cost, costs=('single_cost', 'pair_cost'), gain='pair_gain'))
-    print('for negations alone:', heldout_solve(rows, a.max_cost, costs=('negation_cost',), gain='negation_removed'))
+    print('the rule chooses, for additions:', chosen['addition'], '\nfor negations:', chosen['negation'], f'({time.time() - t0:.0f} s)')
+    # additions bounded by their single and pair costs alone, without the negations' control cost
+    print('additions within the single and pair costs alone:',
+          heldout_solve(rows, a.max_cost, costs=('single_cost', 'pair_cost'), gain='pair_gain'))
 
 
 if __name__ == '__main__':
