@@ -109,25 +109,33 @@ def own_edit_gain(rows: Sequence[Mapping]) -> dict:
 
 SOLVE_KEYS = ('max_move', 'floor_f', 'floor_t', 'center', 'prompt_context')   # the fields of a stage's SolveConfig its metrics record
 
-def solve_metrics(solve: SolveConfig, stage: str = 'composition', name: str = 'solve') -> dict:
-    "`{stage.<name>_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound)."
-    return {f'{stage}.{name}_{k}': float(0.0 if getattr(solve, k) is None else getattr(solve, k)) for k in SOLVE_KEYS}
+def solve_metrics(solve, stage: str = 'composition', name: str = 'solve') -> dict:
+    """`{stage.<name>_<field>: number}` of `solve` for `record_metrics` (`max_move` None is recorded as 0: no bound); a
+    choice per target `{family: SolveConfig}` gives `<stage>.<name>_<field>_<family>`. `<stage>.<name>_per_target` says which."""
+    one = lambda c, tail: {f'{stage}.{name}_{k}{tail}': float(0.0 if getattr(c, k) is None else getattr(c, k)) for k in SOLVE_KEYS}
+    if not isinstance(solve, Mapping): return {**one(solve, ''), f'{stage}.{name}_per_target': 0.0}
+    return {f'{stage}.{name}_per_target': 1.0, **{k: v for f, c in solve.items() for k, v in one(c, f'_{f}').items()}}
 
-def resolve_solve(solve, report_dir=None, name: str = 'solve') -> SolveConfig:
+def _recorded_solve(m: Mapping, pre: str, tail: str, report_dir) -> SolveConfig:
+    missing = [k for k in SOLVE_KEYS if f'{pre}_{k}{tail}' not in m]
+    if missing:
+        raise ValueError(f"solve='composition' needs {pre}_{missing[0]}{tail} in {report_dir}/metrics.json: run "
+                         "04_composition with the same report_dir first, or pass solve='default'")
+    v = {k: m[f'{pre}_{k}{tail}'] for k in SOLVE_KEYS}
+    return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']),
+                       prompt_context=bool(v['prompt_context']))
+
+def resolve_solve(solve, report_dir=None, name: str = 'solve'):
     """A stage's `SolveConfig`: `solve` itself, `'default'` (the library's), or `'composition'` (the configuration
     `04_composition` chose on its held-out split and recorded in `report_dir`: its additions', or with
-    `name='negation_solve'` its negations')."""
+    `name='negation_solve'` its negations'; `{family: SolveConfig}` where it chose one per target)."""
     if isinstance(solve, SolveConfig): return solve
     if solve == 'default': return SolveConfig()
     if solve == 'composition':
-        m = read_metrics(report_dir)
-        missing = [k for k in SOLVE_KEYS if f'composition.{name}_{k}' not in m]
-        if missing:
-            raise ValueError(f"solve='composition' needs composition.{name}_{missing[0]} in {report_dir}/metrics.json: run "
-                             "04_composition with the same report_dir first, or pass solve='default'")
-        v = {k: m[f'composition.{name}_{k}'] for k in SOLVE_KEYS}
-        return SolveConfig(max_move=v['max_move'] or None, floor_f=v['floor_f'], floor_t=v['floor_t'], center=bool(v['center']),
-                           prompt_context=bool(v['prompt_context']))
+        m, pre = read_metrics(report_dir), f'composition.{name}'
+        if not m.get(f'{pre}_per_target'): return _recorded_solve(m, pre, '', report_dir)
+        fams = [k[len(f'{pre}_max_move_'):] for k in m if k.startswith(f'{pre}_max_move_')]
+        return {f: _recorded_solve(m, pre, f'_{f}', report_dir) for f in fams}
     raise ValueError(f"solve must be a SolveConfig, 'default' or 'composition', got {solve!r}")
 
 def heldout_solve(rows: Sequence[Mapping], max_cost: float = 2.0, costs=('single_cost', 'pair_cost', 'negation_cost'),
@@ -156,11 +164,13 @@ def kind_solves(rows: Sequence[Mapping], max_cost: float = 2.0, choice: str = 's
 
 # %% ../nbs/04e_analysis.ipynb #5342055e
 def cross_edit_figures(scorers: Mapping, pairs: Sequence, alpha: float = 0.5, strength: float = 1.0, lam: float = 0.5,
-                       controls=None) -> dict:
-    "Cross-model pairs, single tasks and negation of every target's bank (sources: the other families of `scorers`), in points."
+                       controls=None, targets=None) -> dict:
+    """Cross-model pairs, single tasks and negation of every target's bank (sources: the other families of `scorers`), in
+    points; `targets`, the targets among them whose cells count (default all)."""
     pg, pc, sg, sc, nr, nc = [], [], [], [], [], []
     tasks = list(dict.fromkeys(t for p in pairs for t in p))
     for f, s in scorers.items():
+        if targets is not None and f not in targets: continue
         ctl = _controls(s, tasks, controls)
         for src in [g for g in scorers if g != f and g in s.bank.sources]:
             for a, b in pairs:
@@ -186,15 +196,20 @@ def solve_candidates(move_budgets: Sequence[float], center_options: Sequence[boo
 
 def heldout_rule(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], vals: Mapping, pairs: Sequence,
                  candidates: Sequence, alpha: float = 0.5, strength: float = 1.0, max_cost: float = 2.0, controls=None,
-                 cache: EmbeddingCache | None = None) -> tuple:
+                 cache: EmbeddingCache | None = None, per_target: bool = False) -> tuple:
     """`({'addition': SolveConfig, 'negation': SolveConfig}, rows)`: every candidate's banks (`zoo_banks`) scored across
     models on the held-out sets `vals` (`cross_edit_figures`, one row per candidate), and the ones `kind_solves` chooses
-    within `max_cost`."""
+    within `max_cost`. `per_target`: one row per candidate and target family (its cells only, `target` names it), and
+    the choice per target, `({family: {'addition': ..., 'negation': ...}}, rows)`."""
     rows = []
     for cfg in candidates:
         bk = zoo_banks(bases, grids, descriptors, families, cfg, nulls=False, cache=cache)
-        figs = cross_edit_figures({f: Scorer(bk[f], vals, cache=cache) for f in families}, pairs, alpha, strength, controls=controls)
-        rows.append(dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context, **figs))
+        scs = {f: Scorer(bk[f], vals, cache=cache) for f in families}
+        row = dict(solve=cfg, max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context)
+        for tg in (families if per_target else [None]):
+            figs = cross_edit_figures(scs, pairs, alpha, strength, controls=controls, targets=None if tg is None else [tg])
+            rows.append(dict(row, **({} if tg is None else dict(target=tg)), **figs))
+    if per_target: return {f: kind_solves([r for r in rows if r['target'] == f], max_cost) for f in families}, rows
     return kind_solves(rows, max_cost), rows
 
 # %% ../nbs/04e_analysis.ipynb #1b068582

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['PAPER', 'EXPERIMENTS', 'PAPER_VALUES', 'EXAMINED_IN', 'PROTOCOL', 'direction', 'paper_table']
+__all__ = ['PAPER', 'EXPERIMENTS', 'PAPER_VALUES', 'EXAMINED_IN', 'PROTOCOL', 'direction', 'paper_table', 'protocol_rows']
 
 # %% ../nbs/89_paper_figures.ipynb #79808738
 PAPER = [  # (metric, effect, the paper's figure)
@@ -224,7 +224,14 @@ _RULE_04 = ('04, on held-out training images of every task (uses their labels): 
             '≤ 2; the most pair gain wins')
 _RULE_04_NEG = ('04, on the same held-out images and candidates: those whose negations at λ = 0.5 cost the controls ≤ 2 points; '
                 'the most points removed wins (the operators negative coefficients take)')
+_PER_TARGET = ' (each target on its own cross-model cells)'
 PROTOCOL = [  # (metric, the setting, the rule that chose it)
+    ('composition.solve_per_target', "each target's solve chosen on that target's cells (1) or one for all (0)",
+     "fixed before any run: targets differ in how far one budget's edits reach other tasks"),
+    ('composition.solve_max_move_{target}', "context movement budget of {target}'s bank", _RULE_04 + _PER_TARGET),
+    ('composition.solve_prompt_context_{target}', "{target}: the solve keeps the other tasks' class prompts still (1) or not (0)",
+     _RULE_04 + _PER_TARGET),
+    ('composition.negation_solve_max_move_{target}', "context movement budget of {target}'s negations", _RULE_04_NEG + _PER_TARGET),
     ('composition.solve_max_move', 'context movement budget of every bank', _RULE_04),
     ('composition.solve_center', 'class-centred solve (1) or plain (0)', _RULE_04),
     ('composition.solve_prompt_context', "the solve keeps the other tasks' class prompts still (1) or not (0)", _RULE_04),
@@ -249,3 +256,14 @@ PROTOCOL = [  # (metric, the setting, the rule that chose it)
     ('composition.n_context', 'context images of each other task per grid',
      'fixed before any run, not measured: unlabeled training images of every other edit task'),
 ]
+
+def protocol_rows(metrics: dict) -> list:
+    "`[(metric, setting, rule)]` of the `PROTOCOL` settings `metrics` recorded, a `{target}` row once per target."
+    out = []
+    for k, what, rule in PROTOCOL:
+        if '{target}' not in k:
+            if k in metrics: out.append((k, what, rule))
+            continue
+        pre = k.split('{target}')[0]
+        out += [(m, what.format(target=m[len(pre):]), rule) for m in metrics if m.startswith(pre)]
+    return out

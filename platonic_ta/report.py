@@ -10,7 +10,7 @@ from ._io import atomic_write_text, repo_root
 from .guards import check_count
 from .metrics import read_metrics, record_metrics, save_figure
 from .grids import CONTEXT_PER_TASK
-from .paper_figures import PAPER, EXPERIMENTS, PROTOCOL, paper_table
+from .paper_figures import PAPER, EXPERIMENTS, protocol_rows, paper_table
 from .lab import run_lab
 
 # %% auto #0
@@ -30,7 +30,7 @@ def write_report(report_dir: str | Path) -> Path:
                   f"{metrics.get('paper.n_stages', 0):.0f} stages done in {metrics['paper.wall_s'] / 60:.0f} minutes of wall time, "
                   f"{metrics.get('paper.workers', 1):.0f} stages side by side.", '']
     lines += ['## Beside the paper', ''] + paper_table(metrics)
-    chosen = [(k, what, rule) for k, what, rule in PROTOCOL if k in metrics]
+    chosen = protocol_rows(metrics)
     if chosen:
         lines += ['', '## Choices and their rules', '', 'Test images only score. Each setting that shapes a headline figure, '
                   'what this run chose and the rule that chose it:', '', '| setting | chosen | rule | metric |', '| --- | --- | --- | --- |']

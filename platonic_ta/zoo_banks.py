@@ -19,7 +19,7 @@ from .factorization import SolveConfig
 from .composition import OperatorBank
 
 # %% auto #0
-__all__ = ['source_key', 'null_key', 'zoo_seeds_present', 'heldout_split', 'zoo_bank', 'zoo_banks']
+__all__ = ['source_key', 'null_key', 'zoo_seeds_present', 'heldout_split', 'solve_of', 'zoo_bank', 'zoo_banks']
 
 # %% ../nbs/04d_zoo_banks.ipynb #88fe80ee
 def source_key(family: str, seed: int = 0) -> str:
@@ -64,11 +64,21 @@ def heldout_split(task: str, exclude=None, n: int | None = None, source=world):
     return type(data)(task, 'train-heldout', data.images[idx], data.labels[idx], list(data.classnames), list(data.templates))
 
 # %% ../nbs/04d_zoo_banks.ipynb #3f553ec9
+def solve_of(solve, family: str) -> SolveConfig | None:
+    "`solve` itself (a `SolveConfig` or None), or target `family`'s entry of a choice per target `{family: SolveConfig}`."
+    if not isinstance(solve, Mapping): return solve
+    if family not in solve:
+        raise KeyError(f"the solve chosen per target has no entry for family {family!r} (it has {few(solve, 12)}): choose "
+                       "it for every target family (heldout_rule(..., per_target=True)), or pass one SolveConfig")
+    return solve[family]
+
 def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequence[str], seeds=(0,),
              consensus: bool = True, nulls: bool = True, ridges='auto', solve: SolveConfig | None = None,
              cache: EmbeddingCache | None = None, null_seed: int = 0, negation_solve: SolveConfig | None = None) -> OperatorBank:
     """Bank of zoo target `family` from `{(family, task, seed): Descriptor}`: sources, seeds, consensus, nulls (see text);
-    with `negation_solve` (another configuration than `solve`), negative coefficients take the same keys solved by it."""
+    with `negation_solve` (another configuration than `solve`), negative coefficients take the same keys solved by it.
+    Either may be a choice per target, `{family: SolveConfig}` (`solve_of`)."""
+    solve, negation_solve = solve_of(solve, family), solve_of(negation_solve, family)
     if negation_solve is not None and negation_solve != (solve or SolveConfig()):
         if not isinstance(ridges, str):
             raise ValueError("ridges given are one solve's: drop negation_solve, or let both solves choose (ridges='auto')")
@@ -97,6 +107,7 @@ def zoo_bank(target, family: str, grids, descriptors: Mapping, families: Sequenc
 
 def zoo_banks(bases: Mapping, grids, descriptors: Mapping, families: Sequence[str], solve: SolveConfig | None = None,
               seeds=(0,), nulls: bool = True, cache: EmbeddingCache | None = None, negation_solve: SolveConfig | None = None) -> dict:
-    "One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve` (`negation_solve`)."
+    """One `zoo_bank` per target family (`bases[family]` its encoder), every grid's ridges chosen by `solve` (`negation_solve`):
+    one `SolveConfig` for every target, or one per target family."""
     return {f: zoo_bank(bases[f], f, grids, descriptors, families, seeds, nulls=nulls, solve=solve, cache=cache,
                         negation_solve=negation_solve) for f in families}

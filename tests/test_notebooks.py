@@ -23,7 +23,7 @@ SMOKE = {
                                                      'factorization.mean_cross_gain']),
     '04_composition.ipynb': (dict(n_eval_zoo=100, n_oracle_eval=60, n_probe_train=400, n_context_zoo=8, alphas_zoo=[0.5, 1.0], lambdas_zoo=[0, 0.5, 1], move_budgets=[0.5, 1.0],
                                   center_options=[True]),
-                             ['composition.slider_update_ms_tiny', 'composition.solve_max_move', 'composition.negation_solve_max_move', 'composition.solve_rule_heldout', 'composition.slider_update_ms', 'composition.certified_share',
+                             ['composition.slider_update_ms_tiny', 'composition.solve_per_target', 'composition.negation_solve_per_target', 'composition.solve_rule_heldout', 'composition.slider_update_ms', 'composition.certified_share',
                                   'composition.certified_changed', 'composition.certified_records',
                                   'composition.cells_both_gain_share', 'composition.null_beaten_share',
                                   'composition.cells_both_gain_share_own', 'composition.cross_pair_gain_a05',

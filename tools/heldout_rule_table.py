@@ -2,8 +2,9 @@
 
 Prints the fine-tunes' mean held-out accuracy beside their bases' and what they cost the controls, then the rows of
 04_composition's held-out rule at the paper's size (1,000 probes per grid, the context rows, held-out images no grid
-holds) for each solve candidate, the rule's choice for additions and for negations, and the choice for additions
-bounded by their single and pair costs alone. No test image is scored, so its figures may choose a recipe.
+holds) for each solve candidate and target, the rule's choice for additions and for negations of each target (as 04
+chooses them; --one-for-all: one for every target), and the choice for additions bounded by their single and pair
+costs alone. No test image is scored, so its figures may choose a recipe.
 Example: .venv/bin/python tools/heldout_rule_table.py /path/to/zoo --budgets 0.5 1 1.5 --context-budgets 5 10 20
 """
 import itertools, json, time
@@ -25,6 +26,7 @@ def main():
     ap.add_argument('--context-budgets', type=float, nargs='*', default=[2.5, 5.0, 10.0, 20.0, 40.0],
                     help="class-centred candidates that keep the other tasks' prompts still")
     ap.add_argument('--max-cost', type=float, default=2.0, help="the rule's bound (points)")
+    ap.add_argument('--one-for-all', action='store_true', help="one solve for every target (default: each target's own, as 04 chooses)")
     a = ap.parse_args()
     t0 = time.time()
     Z = get_zoo(a.zoo, progress=False)
@@ -44,12 +46,13 @@ def main():
           % tuple(sum(x[i] for x in acc) / len(acc) for i in range(3)), flush=True)
     cands = solve_candidates(a.budgets, (False, True), a.context_budgets)
     chosen, rows = heldout_rule(bases, grids, D, Z.families, vals, list(itertools.combinations(Z.tasks, 2)), cands,
-                                0.5, 1.0, a.max_cost, controls=ctl, cache=cache)
+                                0.5, 1.0, a.max_cost, controls=ctl, cache=cache, per_target=not a.one_for_all)
     for r in rows: print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != 'solve'}))
-    print('the rule chooses, for additions:', chosen['addition'], '\nfor negations:', chosen['negation'], f'({time.time() - t0:.0f} s)')
-    # additions bounded by their single and pair costs alone, without the negations' control cost
-    print('additions within the single and pair costs alone:',
-          heldout_solve(rows, a.max_cost, costs=('single_cost', 'pair_cost'), gain='pair_gain'))
+    print(f'the rule chooses ({time.time() - t0:.0f} s):')
+    for f, c in ({'every target': chosen} if a.one_for_all else chosen).items():
+        # beside it, the additions bounded by their single and pair costs alone, without the negations' control cost
+        alone = heldout_solve([r for r in rows if r.get('target', f) == f], a.max_cost, costs=('single_cost', 'pair_cost'))
+        print(f'{f}: additions {c["addition"]}\n  negations {c["negation"]}\n  additions within the single and pair costs alone {alone}')
 
 
 if __name__ == '__main__':
