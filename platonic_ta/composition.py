@@ -225,6 +225,7 @@ def with_negations(self: OperatorBank, negations: OperatorBank | None) -> Operat
             diff = set(negations.keys()) ^ set(self.keys())
             raise BankError(f"the negation bank holds other keys than this bank (differing: {few(diff, 8)}): build it "
                             "from the same descriptors")
+        if self.target is not None: negations.target = self.target   # checked: operators added later solve into both
     self.negations, self._checksum = negations, None
     return self
 
