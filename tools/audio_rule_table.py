@@ -62,7 +62,8 @@ if __name__ == '__main__':
                          | dict(max_move=cfg.max_move, center=cfg.center, prompt_context=cfg.prompt_context)), flush=True)
     chosen = kind_solves(rows, a.max_cost)
     print('the rule chooses, for additions:', chosen['addition'], '\nfor negations:', chosen['negation'], flush=True)
-    add_sc, neg_sc = kind_solves(rows, a.max_cost, choice='scorers').values()   # each kind's chosen candidate's scorers
+    picked = kind_solves(rows, a.max_cost, choice='scorers')   # each kind's chosen candidate's scorers
+    add_sc, neg_sc = picked['addition'], picked['negation']
     cells = []
     for f, sc in add_sc.items():
         for src in [g for g in Z.families if g != f]:
